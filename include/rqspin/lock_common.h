@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librqspin — pieces shared by the inline fast paths of qspinlock.h and
+ * rqspinlock.h. Everything named rqspin__* (two underscores) is part of the
+ * ABI the inline functions rely on, not API: do not call it directly.
+ *
+ * The fast paths use the GCC/Clang __atomic builtins on plain integers, not
+ * C11 _Atomic, so that these headers compile unchanged as C11 and as C++
+ * (C++ has no _Atomic). The builtins are what <stdatomic.h> expands to; the
+ * library's slow paths use <stdatomic.h> on the same words.
+ */
+#ifndef RQSPIN_LOCK_COMMON_H
+#define RQSPIN_LOCK_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#if !defined(__x86_64__) && !defined(__aarch64__)
+#error "librqspin supports x86_64 and aarch64"
+#endif
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "librqspin's lock word layout assumes a little-endian CPU"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RQSPIN_API __attribute__((visibility("default")))
+#define RQSPIN_MUST_CHECK __attribute__((warn_unused_result))
+#define RQSPIN__LIKELY(x) __builtin_expect(!!(x), 1)
+#define RQSPIN__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Debug checks in the inline functions follow the *caller's* build:
+ * on unless NDEBUG, or forced with -DRQSPIN_DEBUG=0/1. */
+#ifndef RQSPIN_DEBUG
+#ifdef NDEBUG
+#define RQSPIN_DEBUG 0
+#else
+#define RQSPIN_DEBUG 1
+#endif
+#endif
+
+/*
+ * The lock word, kernel layout (32 bits, zero = unlocked):
+ *   bits  0- 7  locked byte (1 = held; see RQSPIN__LOCKED_* for others)
+ *   bit   8     pending: one waiter spins here before the queue
+ *   bits 16-17  tail index: nesting level of the MCS node of the last waiter
+ *   bits 18-31  tail slot + 1: thread slot of the last waiter (0 = no queue)
+ */
+union rqspin__word {
+	uint32_t val;
+	struct {
+		uint8_t locked;
+		uint8_t pending;
+		uint16_t tail;
+	} b;
+	struct {
+		uint16_t locked_pending;
+		uint16_t tail;
+	} h;
+};
+
+#define RQSPIN__LOCKED_VAL 1u
+/* A lock whose holder exited without unlocking (rqspinlock only). */
+#define RQSPIN__LOCKED_OWNER_DEAD 0xdeu
+#define RQSPIN__LOCKED_MASK 0xffu
+#define RQSPIN__PENDING_VAL (1u << 8)
+#define RQSPIN__PENDING_MASK 0xff00u
+#define RQSPIN__LOCKED_PENDING_MASK 0xffffu
+#define RQSPIN__TAIL_IDX_OFFSET 16
+#define RQSPIN__TAIL_IDX_BITS 2
+#define RQSPIN__TAIL_SLOT_OFFSET 18
+#define RQSPIN__TAIL_SLOT_BITS 14
+#define RQSPIN__TAIL_MASK 0xffff0000u
+
+/* Held-lock table: 31 entries + count = 256 bytes (the kernel's size). */
+#define RQSPIN_NR_HELD 31
+
+struct rqspin_held_locks {
+	uint32_t cnt; /* may exceed RQSPIN_NR_HELD; entries past it are untracked */
+	uint32_t pad_;
+	const void *locks[RQSPIN_NR_HELD];
+};
+
+/*
+ * The per-thread record the fast paths touch. It is the first member of
+ * the library's per-thread slot record (never unmapped, so other threads
+ * may read a held table at any time for deadlock checks).
+ */
+struct rqspin__thread_hot {
+	struct rqspin_held_locks held;
+	uint64_t fast_acquired; /* written by the owner thread only */
+};
+
+/* initial-exec: a general-dynamic TLS access in a shared object can call
+ * malloc on first touch, which a signal handler must not do. */
+extern __thread struct rqspin__thread_hot *rqspin__tls_self
+	__attribute__((tls_model("initial-exec")));
+
+/* Gives the calling thread its record: a registry slot when one is free,
+ * else a thread-local fallback. Async-signal-safe. Never returns NULL. */
+RQSPIN_API struct rqspin__thread_hot *rqspin__self_slow(void);
+
+static inline struct rqspin__thread_hot *rqspin__self(void)
+{
+	struct rqspin__thread_hot *t = rqspin__tls_self;
+
+	if (RQSPIN__UNLIKELY(!t))
+		t = rqspin__self_slow();
+	return t;
+}
+
+/* Owner-only counter: a relaxed load + store (not an atomic RMW, which
+ * would double the fast path) that remote readers can still read
+ * without a data race. */
+static inline void rqspin__count_fast(struct rqspin__thread_hot *t)
+{
+	__atomic_store_n(&t->fast_acquired,
+			 __atomic_load_n(&t->fast_acquired, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+}
+
+/* Misuse reports (abort with a message). Used by debug builds. */
+RQSPIN_API __attribute__((noreturn, cold)) void
+rqspin__misuse(const char *what, const void *lock);
+
+/* ThreadSanitizer does not see through hand-written atomics; annotate. */
+#if defined(__SANITIZE_THREAD__)
+#define RQSPIN__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RQSPIN__TSAN 1
+#endif
+#endif
+
+#ifdef RQSPIN__TSAN
+#include <sanitizer/tsan_interface.h>
+#define RQSPIN__TSAN_PRE_LOCK(l, f) __tsan_mutex_pre_lock((void *)(l), (f))
+#define RQSPIN__TSAN_POST_LOCK(l, f) __tsan_mutex_post_lock((void *)(l), (f), 0)
+#define RQSPIN__TSAN_PRE_UNLOCK(l) __tsan_mutex_pre_unlock((void *)(l), 0)
+#define RQSPIN__TSAN_POST_UNLOCK(l) __tsan_mutex_post_unlock((void *)(l), 0)
+#define RQSPIN__TSAN_TRY __tsan_mutex_try_lock
+#define RQSPIN__TSAN_TRY_FAILED (__tsan_mutex_try_lock | __tsan_mutex_try_lock_failed)
+#else
+#define RQSPIN__TSAN_PRE_LOCK(l, f) ((void)0)
+#define RQSPIN__TSAN_POST_LOCK(l, f) ((void)0)
+#define RQSPIN__TSAN_PRE_UNLOCK(l) ((void)0)
+#define RQSPIN__TSAN_POST_UNLOCK(l) ((void)0)
+#define RQSPIN__TSAN_TRY 0u
+#define RQSPIN__TSAN_TRY_FAILED 0u
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RQSPIN_LOCK_COMMON_H */

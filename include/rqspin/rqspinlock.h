@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rqspinlock: the resilient queued spinlock. The same 4-byte lock word and
+ * queue as qspinlock, but an acquisition that cannot complete returns an
+ * error instead of hanging:
+ *
+ *   0            acquired.
+ *   -EDEADLK     deadlock: the caller already holds the lock (AA, e.g. a
+ *                signal handler that interrupted the holder or a waiter),
+ *                two threads wait for each other's locks (ABBA), or a longer
+ *                cycle of threads does (A->B->C->A); or signal nesting is
+ *                deeper than 4 levels and one try failed. Not acquired.
+ *   -ETIMEDOUT   the lock made no progress for the timeout. Not acquired.
+ *   -EOWNERDEAD  the previous holder thread exited while holding the lock.
+ *                The lock IS acquired by the caller (as with a robust
+ *                pthread mutex): the data it protects may be inconsistent;
+ *                repair or discard it, then rqspin_unlock().
+ *
+ * After any failure the lock stays usable. Timeouts follow the kernel: a
+ * pending waiter gives up after the timeout T, the queue head after 2T,
+ * waiters queued behind the head leave when the head does (in FIFO order);
+ * the no-queue fallback (more threads than the registry can hold) after 4T.
+ * T is the process default (250 ms, see rqspin_set_default_timeout and the
+ * RQSPIN_TIMEOUT_MS environment variable) unless given per call.
+ *
+ * Each thread records the rqspinlocks it holds in a 31-entry table (other
+ * threads read it to find deadlocks). Release locks in the reverse order of
+ * acquisition (LIFO): debug builds abort on an out-of-order unlock; release
+ * builds handle it correctly at a small cost. Locks held beyond the 31st
+ * are not tracked: a deadlock involving them ends in -ETIMEDOUT.
+ */
+#ifndef RQSPIN_RQSPINLOCK_H
+#define RQSPIN_RQSPINLOCK_H
+
+#include <errno.h>
+#include <signal.h>
+#include <rqspin/lock_common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rqspinlock {
+	union rqspin__word w;
+} rqspinlock_t;
+
+#define RQSPINLOCK_INIT { { 0 } }
+
+/* Pass as timeout_ns to use the process-wide default. */
+#define RQSPIN_TIMEOUT_DEFAULT 0ull
+/* The kernel's default, RES_DEF_TIMEOUT. */
+#define RQSPIN_DEFAULT_TIMEOUT_NS 250000000ull
+
+/* ABI for the inline functions below (the held entry is already pushed). */
+RQSPIN_API int rqspin__lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns);
+RQSPIN_API void rqspin__held_remove(struct rqspin__thread_hot *self, const void *lock);
+
+static inline void rqspin__held_push(struct rqspin__thread_hot *self, const void *lock)
+{
+	uint32_t cnt = __atomic_load_n(&self->held.cnt, __ATOMIC_RELAXED);
+
+	/* Only this thread and its own signal handlers write the table. A
+	 * handler that runs between the load and the store pushes and pops
+	 * its own entries and leaves cnt as it found it, so a plain
+	 * load/store pair is enough (no RMW). The count must be published
+	 * to our handlers before the entry is written, else a handler could
+	 * take the same index and clear it on its way out: the signal fence
+	 * is that compiler barrier. Remote readers only look below cnt and
+	 * tolerate stale entries, so relaxed ordering suffices for them. */
+	__atomic_store_n(&self->held.cnt, cnt + 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (RQSPIN__LIKELY(cnt < RQSPIN_NR_HELD))
+		__atomic_store_n(&self->held.locks[cnt], lock, __ATOMIC_RELAXED);
+}
+
+static inline void rqspin__held_pop(struct rqspin__thread_hot *self, const void *lock)
+{
+	uint32_t cnt = __atomic_load_n(&self->held.cnt, __ATOMIC_RELAXED);
+
+	if (RQSPIN__UNLIKELY(cnt == 0 || (cnt <= RQSPIN_NR_HELD &&
+					  __atomic_load_n(&self->held.locks[cnt - 1],
+							  __ATOMIC_RELAXED) != lock))) {
+		rqspin__held_remove(self, lock); /* out of order, or not held */
+		return;
+	}
+	if (cnt <= RQSPIN_NR_HELD)
+		__atomic_store_n(&self->held.locks[cnt - 1], (const void *)0, __ATOMIC_RELAXED);
+	/* Mirror of push: the entry is cleared before our handlers can see
+	 * the index as free. No hardware barrier: the kernel's final unlock
+	 * accepts that a remote reader may briefly see a stale entry (a rare
+	 * false ABBA between threads that were about to deadlock anyway). */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&self->held.cnt, cnt - 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * Initialise an unlocked lock (same as RQSPINLOCK_INIT or zeroed memory).
+ * Must not race with users of the lock. Async-signal-safe.
+ */
+static inline void rqspin_lock_init(rqspinlock_t *lock)
+{
+	__atomic_store_n(&lock->w.val, 0, __ATOMIC_RELAXED);
+}
+
+/*
+ * Acquire the lock, giving up with an error after timeout_ns (the pending
+ * waiter's budget; see the file comment; RQSPIN_TIMEOUT_DEFAULT for the
+ * process default). Returns 0, -EDEADLK, -ETIMEDOUT or -EOWNERDEAD as in
+ * the file comment; -EINVAL for a NULL lock.
+ * Async-signal-safe: a handler may call it at any point, including while
+ * the interrupted code holds or waits for the same lock (-EDEADLK, at
+ * once), and it never hangs.
+ */
+RQSPIN_MUST_CHECK static inline int rqspin_lock_timeout(rqspinlock_t *lock, uint64_t timeout_ns)
+{
+	struct rqspin__thread_hot *self = rqspin__self();
+	uint32_t val = 0;
+	int ret = 0;
+
+	if (RQSPIN__UNLIKELY(!lock))
+		return -EINVAL;
+	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
+	/* Entry before the CAS (kernel, Nov 2025): a handler that lands right
+	 * after a successful CAS must find the lock in our table (AA). */
+	rqspin__held_push(self, lock);
+	/* acquire on success: pairs with the release in rqspin_unlock. */
+	if (RQSPIN__LIKELY(__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
+						       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+		rqspin__count_fast(self);
+	else
+		ret = rqspin__lock_slowpath(lock, val, timeout_ns);
+	RQSPIN__TSAN_POST_LOCK(lock, (ret == 0 || ret == -EOWNERDEAD) ? RQSPIN__TSAN_TRY
+								      : RQSPIN__TSAN_TRY_FAILED);
+	return ret;
+}
+
+/* rqspin_lock_timeout() with the process-wide default timeout. */
+RQSPIN_MUST_CHECK static inline int rqspin_lock(rqspinlock_t *lock)
+{
+	return rqspin_lock_timeout(lock, RQSPIN_TIMEOUT_DEFAULT);
+}
+
+/*
+ * Try once; true when acquired. Never waits, never fails otherwise.
+ * Async-signal-safe. NULL lock: false.
+ */
+RQSPIN_MUST_CHECK static inline bool rqspin_trylock(rqspinlock_t *lock)
+{
+	struct rqspin__thread_hot *self = rqspin__self();
+	uint32_t val;
+
+	if (RQSPIN__UNLIKELY(!lock))
+		return false;
+	val = __atomic_load_n(&lock->w.val, __ATOMIC_RELAXED);
+	if (val != 0)
+		return false;
+	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
+	rqspin__held_push(self, lock);
+	/* acquire on success: pairs with the release in rqspin_unlock. */
+	if (__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
+					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY);
+		return true;
+	}
+	rqspin__held_pop(self, lock);
+	RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY_FAILED);
+	return false;
+}
+
+/*
+ * Release a lock the calling thread acquired (0 or -EOWNERDEAD). Unlike
+ * qspinlock, an rqspinlock must be released by the thread that took it
+ * (its held table tracks it). Debug builds abort on an unlock of a lock
+ * that is not held or out of LIFO order. Async-signal-safe.
+ */
+static inline void rqspin_unlock(rqspinlock_t *lock)
+{
+	struct rqspin__thread_hot *self = rqspin__self();
+
+#if RQSPIN_DEBUG
+	if (!lock || __atomic_load_n(&lock->w.b.locked, __ATOMIC_RELAXED) == 0)
+		rqspin__misuse("rqspin_unlock: lock is not held", lock);
+#endif
+	RQSPIN__TSAN_PRE_UNLOCK(lock);
+	/* release: publishes the critical section to the next acquirer. The
+	 * store comes before the table update (kernel, Nov 2025): a handler
+	 * landing in between sees the lock in our table as held although it
+	 * is free, and gets a (harmless) -EDEADLK instead of a timeout. */
+	__atomic_store_n(&lock->w.b.locked, 0, __ATOMIC_RELEASE);
+	rqspin__held_pop(self, lock);
+	RQSPIN__TSAN_POST_UNLOCK(lock);
+}
+
+/*
+ * rqspin_lock_timeout() with all signals blocked first; on success they
+ * stay blocked until rqspin_unlock_sigrestore() (the userspace counterpart
+ * of raw_res_spin_lock_irqsave). On failure the mask is restored before
+ * returning. *oldset receives the previous mask. Returns the lock's codes,
+ * or a negative errno from pthread_sigmask. Async-signal-safe.
+ */
+RQSPIN_API RQSPIN_MUST_CHECK int rqspin_lock_sigsave(rqspinlock_t *lock, sigset_t *oldset);
+RQSPIN_API RQSPIN_MUST_CHECK int rqspin_lock_sigsave_timeout(rqspinlock_t *lock, sigset_t *oldset,
+							     uint64_t timeout_ns);
+/* Unlock, then restore the mask saved by rqspin_lock_sigsave().
+ * Async-signal-safe. */
+RQSPIN_API void rqspin_unlock_sigrestore(rqspinlock_t *lock, const sigset_t *oldset);
+
+/*
+ * Process-wide default timeout T in nanoseconds (initially 250 ms, or the
+ * RQSPIN_TIMEOUT_MS environment variable read at load time). Returns 0, or
+ * -EINVAL for 0 or for more than one hour. Async-signal-safe.
+ */
+RQSPIN_API int rqspin_set_default_timeout(uint64_t timeout_ns);
+RQSPIN_API uint64_t rqspin_get_default_timeout(void);
+
+/* True when held (a snapshot). Async-signal-safe. */
+static inline bool rqspin_is_locked(const rqspinlock_t *lock)
+{
+	return __atomic_load_n(&lock->w.b.locked, __ATOMIC_RELAXED) != 0;
+}
+
+/* The calling thread's held-lock table, read-only (for diagnostics and
+ * tests). Async-signal-safe. */
+RQSPIN_API const struct rqspin_held_locks *rqspin_held_locks(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RQSPIN_RQSPINLOCK_H */

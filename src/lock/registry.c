@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Thread registry: lock-free slot assignment, release at thread exit,
+ * reset in a forked child. See registry.h.
+ */
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lock/registry.h"
+
+#define SLOTS_PER_CHUNK 64u
+#define NCHUNKS ((RQSPIN_SLOT_LIMIT + SLOTS_PER_CHUNK - 1) / SLOTS_PER_CHUNK)
+
+__attribute__((visibility("default")))
+__thread struct rqspin__thread_hot *rqspin__tls_self __attribute__((tls_model("initial-exec")));
+
+/* For threads that find every slot taken. Not visible to other threads. */
+static __thread struct rqspin_thread tls_fallback __attribute__((tls_model("initial-exec")));
+
+static _Atomic(struct rqspin_slot *) chunks[NCHUNKS];
+/* Slots handed out by bumping; may run past the limit (clamped on read). */
+static _Atomic uint32_t bump;
+static _Atomic uint32_t in_use;
+static pthread_key_t exit_key;
+static bool exit_key_ok;
+
+struct rqspin_slot *registry_slot(uint32_t i)
+{
+	struct rqspin_slot *c;
+
+	if (i >= RQSPIN_SLOT_LIMIT)
+		return NULL;
+	/* acquire: pairs with the release CAS that published the chunk, so
+	 * the zero-filled pages are seen as such (they are anyway, mmap
+	 * memory is zero; the order matters for the pointer itself). */
+	c = atomic_load_explicit(&chunks[i / SLOTS_PER_CHUNK], memory_order_acquire);
+	return c ? &c[i % SLOTS_PER_CHUNK] : NULL;
+}
+
+uint32_t registry_high_water(void)
+{
+	uint32_t n = atomic_load_explicit(&bump, memory_order_acquire);
+
+	return n < RQSPIN_SLOT_LIMIT ? n : RQSPIN_SLOT_LIMIT;
+}
+
+uint32_t registry_in_use(void)
+{
+	return atomic_load_explicit(&in_use, memory_order_relaxed);
+}
+
+/* Map chunk c if nobody has. mmap is async-signal-safe; racing mappers
+ * agree through the CAS and the loser unmaps its copy. */
+static struct rqspin_slot *chunk_get(uint32_t c)
+{
+	struct rqspin_slot *cur = atomic_load_explicit(&chunks[c], memory_order_acquire);
+	struct rqspin_slot *mine;
+	size_t len = SLOTS_PER_CHUNK * sizeof(struct rqspin_slot);
+
+	if (cur)
+		return cur;
+	mine = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mine == MAP_FAILED)
+		return NULL;
+	/* release: readers that load the pointer see a mapped chunk. */
+	if (atomic_compare_exchange_strong_explicit(&chunks[c], &cur, mine, memory_order_release,
+						    memory_order_acquire))
+		return mine;
+	munmap(mine, len);
+	return cur;
+}
+
+static void thread_record_init(struct rqspin_thread *t, uint32_t slot)
+{
+	t->slot = slot;
+	t->nesting = 0;
+	atomic_store_explicit(&t->tid, (pid_t)syscall(SYS_gettid), memory_order_relaxed);
+}
+
+static struct rqspin_slot *slot_claim(void)
+{
+	uint32_t n = registry_high_water();
+	uint32_t i;
+
+	/* Reuse a released slot first: keeps the registry as small as the
+	 * peak number of live threads, however many come and go. */
+	for (i = 0; i < n; i++) {
+		struct rqspin_slot *s = registry_slot(i);
+		uint32_t expect = SLOT_FREE;
+
+		/* acquire: the previous owner reset the record, then released
+		 * it with a release store of SLOT_FREE. */
+		if (s && atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_FREE &&
+		    atomic_compare_exchange_strong_explicit(&s->state, &expect, SLOT_USED,
+							    memory_order_acquire,
+							    memory_order_relaxed)) {
+			thread_record_init(&s->t, i);
+			return s;
+		}
+	}
+	/* A fresh slot. It reads SLOT_FRESH, which scanners never take, until
+	 * we mark it used: nobody else can claim it in between. */
+	i = atomic_fetch_add_explicit(&bump, 1, memory_order_acq_rel);
+	if (i >= RQSPIN_SLOT_LIMIT || !chunk_get(i / SLOTS_PER_CHUNK))
+		return NULL;
+	{
+		struct rqspin_slot *s = registry_slot(i);
+
+		thread_record_init(&s->t, i);
+		atomic_store_explicit(&s->state, SLOT_USED, memory_order_relaxed);
+		return s;
+	}
+}
+
+struct rqspin__thread_hot *rqspin__self_slow(void)
+{
+	struct rqspin_slot *s = slot_claim();
+	struct rqspin_thread *t;
+
+	if (s) {
+		t = &s->t;
+		atomic_fetch_add_explicit(&in_use, 1, memory_order_relaxed);
+	} else {
+		t = &tls_fallback;
+		thread_record_init(t, NO_SLOT);
+	}
+	/* Publish to our own signal handlers only after the record is ready. */
+	atomic_signal_fence(memory_order_seq_cst);
+	rqspin__tls_self = &t->hot;
+	/* Ask for a call at thread exit. For keys below 32 (ours is created
+	 * at load time, before almost any other) glibc stores the value in
+	 * the thread descriptor without allocating, so this is safe in a
+	 * signal handler. */
+	if (exit_key_ok)
+		pthread_setspecific(exit_key, t);
+	return &t->hot;
+}
+
+static void slot_reset(struct rqspin_slot *s)
+{
+	unsigned i;
+
+	atomic_store_explicit(&s->t.tid, 0, memory_order_relaxed);
+	for (i = 0; i < RQSPIN_NR_HELD; i++)
+		__atomic_store_n(&s->t.hot.held.locks[i], NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->t.hot.held.cnt, 0, __ATOMIC_RELAXED);
+	s->t.nesting = 0;
+	for (i = 0; i < MCS_MAX_NODES; i++) {
+		atomic_store_explicit(&s->nodes[i].next, NULL, memory_order_relaxed);
+		atomic_store_explicit(&s->nodes[i].locked, MCS_WAIT, memory_order_relaxed);
+	}
+}
+
+static void thread_exit(void *arg)
+{
+	struct rqspin_thread *t = arg;
+
+	held_abandon(t);
+	stats_retire(t);
+	rqspin__tls_self = NULL;
+	if (t->slot == NO_SLOT) {
+		memset(t, 0, sizeof(*t));
+		return;
+	}
+	slot_reset(slot_of(t));
+	memset(&t->stats, 0, sizeof(t->stats));
+	__atomic_store_n(&t->hot.fast_acquired, 0, __ATOMIC_RELAXED);
+	atomic_fetch_sub_explicit(&in_use, 1, memory_order_relaxed);
+	/* release: the next claimer (acquire CAS) sees the reset record. */
+	atomic_store_explicit(&slot_of(t)->state, SLOT_FREE, memory_order_release);
+}
+
+/* In a forked child only the forking thread exists: every other slot is
+ * free again. Locks those threads held stay locked (rqspinlock waiters
+ * time out on them, as documented); their queues are gone with them. */
+static void atfork_child(void)
+{
+	struct rqspin_thread *me = (struct rqspin_thread *)rqspin__tls_self;
+	uint32_t n = registry_high_water();
+	uint32_t i, used = 0;
+
+	for (i = 0; i < n; i++) {
+		struct rqspin_slot *s = registry_slot(i);
+
+		if (!s)
+			continue;
+		if (me && me->slot == i) {
+			atomic_store_explicit(&s->t.tid, (pid_t)syscall(SYS_gettid),
+					      memory_order_relaxed);
+			used++;
+			continue;
+		}
+		if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_USED)
+			stats_retire(&s->t);
+		slot_reset(s);
+		memset(&s->t.stats, 0, sizeof(s->t.stats));
+		__atomic_store_n(&s->t.hot.fast_acquired, 0, __ATOMIC_RELAXED);
+		atomic_store_explicit(&s->state, SLOT_FREE, memory_order_relaxed);
+	}
+	if (me && me->slot == NO_SLOT)
+		atomic_store_explicit(&me->tid, (pid_t)syscall(SYS_gettid), memory_order_relaxed);
+	atomic_store_explicit(&in_use, used, memory_order_relaxed);
+}
+
+__attribute__((constructor)) static void registry_init(void)
+{
+	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
+	pthread_atfork(NULL, NULL, atfork_child);
+}

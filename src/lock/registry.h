@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Thread registry: the userspace stand-in for the kernel's CPU numbers.
+ *
+ * A thread gets a small slot number on its first lock call (lazily, lock
+ * free, so that first call may be inside a signal handler) and gives it back
+ * when it exits. A slot record holds the thread's held-lock table, its MCS
+ * nodes (one per signal-nesting level) and its statistics. Records live in
+ * chunks that are mapped once and never unmapped: a tail decoded from any
+ * lock word, or a held table read by another thread, is always valid
+ * memory, whatever the thread that owned it has done since.
+ */
+#ifndef RQSPIN_REGISTRY_H
+#define RQSPIN_REGISTRY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rqspin/lock_common.h>
+
+#define MCS_MAX_NODES 4 /* normal code + 3 nested signal handlers */
+
+/* Slot+1 must fit the 14 tail bits. Test builds may shrink the limit. */
+#ifndef RQSPIN_SLOT_LIMIT
+#define RQSPIN_SLOT_LIMIT ((1u << RQSPIN__TAIL_SLOT_BITS) - 1)
+#endif
+_Static_assert(RQSPIN_SLOT_LIMIT + 1 <= (1u << RQSPIN__TAIL_SLOT_BITS), "slot+1 must fit the tail");
+
+#define NO_SLOT UINT32_MAX
+#define CACHELINE 64
+
+/* Values of mcs_node.locked (a futex word). */
+#define MCS_WAIT 0u
+#define MCS_GO 1u       /* predecessor handed over the queue head */
+#define MCS_ABORT 2u    /* RES_TIMEOUT_VAL: head timed out, leave with -ETIMEDOUT */
+#define MCS_PARKED 0x100u /* waiter sleeps on the futex; the writer must wake it */
+
+struct mcs_node {
+	_Atomic(struct mcs_node *) next;
+	_Atomic uint32_t locked;
+} __attribute__((aligned(CACHELINE)));
+
+/* Slow-path event counters. Written by the owning thread only (relaxed
+ * load + store, see stat_inc), read by anyone. */
+struct thread_stats {
+	_Atomic uint64_t pending, queued, stolen, parked, yielded, nonode;
+	_Atomic uint64_t aa, abba, cycle, nest_fail, timeout, owner_dead;
+};
+
+/* The per-thread record. Slotted threads have one inside a slot; threads
+ * past the slot limit use a thread-local one that nobody else can see. */
+struct rqspin_thread {
+	struct rqspin__thread_hot hot; /* first: rqspin__tls_self points here */
+	struct thread_stats stats;
+	uint32_t slot;     /* NO_SLOT for the thread-local fallback */
+	uint32_t nesting;  /* slow paths of this thread in progress (MCS node index) */
+	_Atomic pid_t tid; /* for reports */
+};
+
+enum slot_state { SLOT_FRESH = 0, SLOT_FREE = 1, SLOT_USED = 2 };
+
+struct rqspin_slot {
+	struct rqspin_thread t;
+	_Atomic uint32_t state;
+	struct mcs_node nodes[MCS_MAX_NODES];
+} __attribute__((aligned(CACHELINE)));
+
+static inline struct rqspin_thread *registry_self(void)
+{
+	return (struct rqspin_thread *)rqspin__self();
+}
+
+static inline struct rqspin_slot *slot_of(struct rqspin_thread *t)
+{
+	return (struct rqspin_slot *)t; /* t is the first member */
+}
+
+/* Slot i, or NULL when its chunk is not mapped yet. Async-signal-safe. */
+struct rqspin_slot *registry_slot(uint32_t i);
+/* Slots that may be in use are below this bound. */
+uint32_t registry_high_water(void);
+uint32_t registry_in_use(void);
+
+static inline uint32_t tail_encode(uint32_t slot, uint32_t idx)
+{
+	return ((slot + 1) << RQSPIN__TAIL_SLOT_OFFSET) | (idx << RQSPIN__TAIL_IDX_OFFSET);
+}
+
+static inline struct mcs_node *tail_decode(uint32_t tail)
+{
+	uint32_t slot = (tail >> RQSPIN__TAIL_SLOT_OFFSET) - 1;
+	uint32_t idx = (tail >> RQSPIN__TAIL_IDX_OFFSET) & ((1u << RQSPIN__TAIL_IDX_BITS) - 1);
+
+	return &registry_slot(slot)->nodes[idx];
+}
+
+/* Owner-only counter increment; readers on other threads use relaxed loads. */
+static inline void stat_inc(_Atomic uint64_t *c)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+/* Counters of exited threads, folded in when they leave. */
+void stats_retire(const struct rqspin_thread *t);
+
+/* Thread exit: locks this thread still holds become "owner dead". */
+void held_abandon(struct rqspin_thread *t);
+
+#endif

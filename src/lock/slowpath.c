@@ -1,0 +1,527 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The contended path shared by qspinlock and rqspinlock.
+ *
+ * One implementation, instantiated twice: slowpath() is always inlined with
+ * `res` a constant, so the qspinlock copy has the resilient parts (held
+ * table checks, timeouts, error exits) compiled out.
+ *
+ * The algorithm is the kernel's queued spinlock (a pending bit for the
+ * first waiter, then an MCS queue whose head spins on the lock word) with
+ * the final upstream rqspinlock behaviour on top (see
+ * shared/reference/kernel.md §1), and two userspace changes:
+ *
+ *  - waiting is staged (spin, then sleep or yield; see wait.h);
+ *  - a running thread may take a free lock ahead of the queue ("steal")
+ *    while no waiter holds the pending bit. The queue head always takes
+ *    the pending bit first, then waits for the locked byte: while the head
+ *    runs the queue is strictly FIFO, and the lock is stolen only in the
+ *    gaps where the next head is still being woken. Without this, every
+ *    hand-off on an oversubscribed machine would wait for a sleeping
+ *    thread to be scheduled (the FIFO-lock collapse of DESIGN.md §4).
+ *
+ * Lock word transitions, as (tail, pending, locked):
+ *   fast path         (0,0,0) -> (0,0,1)
+ *   pending waiter    (0,0,*) -> (0,1,*) ... (0,1,0) -> (*,0,1)
+ *   queue             (t,p,l) -> (me,p,l)                 [tail exchange]
+ *   queue head        (*,0,*) -> (*,1,*) ... (*,1,0) -> (*,0,1)
+ *   last in queue     (me,1,0) -> (0,0,1)
+ *   steal             (*,0,0) -> (*,0,1)
+ *   owner died        (*,*,1) -> (*,*,OWNER_DEAD)        [rqspinlock]
+ * Only the holder of the pending bit may turn the locked byte from free to
+ * held while the bit is set, which is what lets that holder use a plain
+ * store for (*,1,0) -> (*,0,1).
+ */
+#include <errno.h>
+#include <stddef.h>
+
+#include <rqspin/qspinlock.h>
+#include <rqspin/rqspinlock.h>
+
+#include "arch.h"
+#include "arch/clock.h"
+#include "lock/deadlock.h"
+#include "lock/held.h"
+#include "lock/registry.h"
+#include "lock/report.h"
+#include "lock/wait.h"
+
+#define NSEC_PER_MSEC 1000000ull
+/* Spins on a pending->locked hand-over in flight (x86 kernel value). */
+#define PENDING_LOOPS 512u
+/* Spins a newcomer spends trying to take a free lock before queueing. */
+#define STEAL_SPINS 128u
+
+typedef union rqspin__word lockword_t;
+
+/* One slow-path call. */
+struct waiter {
+	struct rqspin_thread *self;
+	lockword_t *lock;
+	bool res;          /* resilient: check deadlocks and timeouts */
+	uint64_t timeout;  /* T of this call */
+	uint64_t start;    /* first clock read, for reports */
+	uint64_t duration; /* of the current wait class: T, 2T or 4T */
+	uint64_t deadline; /* 0 until the current wait's first check */
+	uint64_t last_check;
+	int event;         /* why it failed */
+	uint32_t spins;
+};
+
+static inline uint32_t word_load(lockword_t *l, memory_order mo)
+{
+	return atomic_load_explicit((_Atomic uint32_t *)&l->val, mo);
+}
+
+static inline bool word_cas(lockword_t *l, uint32_t *old, uint32_t new, memory_order mo)
+{
+	return atomic_compare_exchange_weak_explicit((_Atomic uint32_t *)&l->val, old, new, mo,
+						     memory_order_relaxed);
+}
+
+static inline bool lock_free_or_dead(uint32_t val)
+{
+	uint32_t locked = val & RQSPIN__LOCKED_MASK;
+
+	return locked == 0 || locked == RQSPIN__LOCKED_OWNER_DEAD;
+}
+
+static inline bool locked_dead(uint32_t val)
+{
+	return (val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_OWNER_DEAD;
+}
+
+/* (*,1,x) -> (*,0,1) by the pending bit's holder, which alone may take the
+ * lock while the bit is set: a 16-bit store suffices (the kernel's
+ * clear_pending_set_locked). Relaxed: the acquire load that saw the locked
+ * byte free already ordered our critical section after the last one. */
+static inline void clear_pending_set_locked(lockword_t *l)
+{
+	atomic_store_explicit((_Atomic uint16_t *)&l->h.locked_pending, RQSPIN__LOCKED_VAL,
+			      memory_order_relaxed);
+}
+
+static inline void clear_pending(lockword_t *l)
+{
+	atomic_fetch_and_explicit((_Atomic uint32_t *)&l->val, ~RQSPIN__PENDING_MASK,
+				  memory_order_relaxed);
+}
+
+static void wait_begin(struct waiter *w, uint64_t duration)
+{
+	w->duration = duration;
+	w->deadline = 0;
+	w->spins = 0;
+}
+
+/* Timeout and deadlock checks (kernel check_timeout): the first call of
+ * a wait starts its clock; later calls fail past the deadline and look for
+ * ABBA/cycles at most once per millisecond. AA was checked on entry. */
+static int res_check(struct waiter *w)
+{
+	uint64_t now = arch_now_ns();
+	int ev;
+
+	if (!w->start)
+		w->start = now;
+	if (!w->deadline) {
+		w->deadline = now + w->duration;
+		w->last_check = now;
+		return 0;
+	}
+	if (now >= w->deadline) {
+		w->event = RQSPIN_EV_TIMEOUT;
+		return -ETIMEDOUT;
+	}
+	if (now - w->last_check >= NSEC_PER_MSEC) {
+		w->last_check = now;
+		ev = deadlock_find(w->self, w->lock, NULL);
+		if (ev) {
+			w->event = ev;
+			return -EDEADLK;
+		}
+	}
+	return 0;
+}
+
+/* One iteration of a wait on the lock word: pause while within the spin
+ * budget, then yield the CPU. Returns an error only when resilient. */
+static inline int wait_step(struct waiter *w)
+{
+	uint32_t s = ++w->spins;
+
+	if (s < SPIN_BUDGET) {
+		arch_cpu_relax();
+		/* No clock read for short waits: the pending waiter's path is
+		 * what short critical sections hit. */
+		if (w->res && s % CHECK_INTERVAL == 0)
+			return res_check(w);
+		return 0;
+	}
+	if (w->res) {
+		int ret = res_check(w);
+
+		if (ret)
+			return ret;
+	}
+	stat_inc(&w->self->stats.yielded);
+	wait_yield();
+	return 0;
+}
+
+/* Take a free lock (or one whose owner died) if no waiter holds the
+ * pending bit. Acquire: pairs with the unlock's release store. */
+static inline bool steal_once(lockword_t *l, bool *dead)
+{
+	uint32_t val = word_load(l, memory_order_relaxed);
+
+	while (!(val & RQSPIN__PENDING_MASK) && lock_free_or_dead(val)) {
+		if (word_cas(l, &val, (val & ~RQSPIN__LOCKED_MASK) | RQSPIN__LOCKED_VAL,
+			     memory_order_acquire)) {
+			*dead = locked_dead(val);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Wait in the queue until the predecessor hands over (MCS_GO) or tells us
+ * to leave (MCS_ABORT): spin, then sleep on our own node. */
+static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node)
+{
+	uint32_t spins, v, expect;
+
+	for (spins = 0; spins < SPIN_BUDGET; spins++) {
+		/* acquire: pairs with the release exchange in mcs_handoff. */
+		v = atomic_load_explicit(&node->locked, memory_order_acquire);
+		if (v != MCS_WAIT)
+			return v;
+		arch_cpu_relax();
+	}
+	expect = MCS_WAIT;
+	/* acquire on failure: the value is a hand-over, as in the loop. */
+	if (!atomic_compare_exchange_strong_explicit(&node->locked, &expect, MCS_PARKED,
+						     memory_order_acquire, memory_order_acquire))
+		return expect;
+	stat_inc(&w->self->stats.parked);
+	for (;;) {
+		futex_wait(&node->locked, MCS_PARKED);
+		v = atomic_load_explicit(&node->locked, memory_order_acquire);
+		if (v != MCS_PARKED)
+			return v;
+	}
+}
+
+/* Tell the next waiter to become head (GO) or to leave (ABORT). The
+ * exchange tells us whether it sleeps and needs a wake-up. release: the
+ * successor, once head, must see the lock word as we left it. */
+static void mcs_handoff(struct mcs_node *next, uint32_t v)
+{
+	if (atomic_exchange_explicit(&next->locked, v, memory_order_release) == MCS_PARKED)
+		futex_wake(&next->locked);
+}
+
+/* Our successor has swapped the tail but may not have linked itself yet;
+ * it is running straight-line code, so this wait is short unless it was
+ * preempted, hence the yield after the spin budget. */
+static struct mcs_node *wait_next(struct waiter *w, struct mcs_node *node)
+{
+	struct mcs_node *next;
+	uint32_t spins = 0;
+
+	/* acquire: pairs with the successor's release store of prev->next,
+	 * so its node initialisation is visible before we write its
+	 * locked word. */
+	while (!(next = atomic_load_explicit(&node->next, memory_order_acquire))) {
+		if (++spins < SPIN_BUDGET) {
+			arch_cpu_relax();
+		} else {
+			stat_inc(&w->self->stats.yielded);
+			wait_yield();
+		}
+	}
+	return next;
+}
+
+/* Leave the queue without the lock. If we are the last waiter, remove the
+ * tail (the 2026 fix: never wait for a successor that may not come);
+ * otherwise pass v on: GO keeps the queue (deadlock: innocent successors
+ * keep their place), ABORT makes the next one leave too (timeout: the
+ * whole queue drains, FIFO). */
+static void queue_leave(struct waiter *w, struct mcs_node *node, uint32_t tail, uint32_t v)
+{
+	uint32_t val = word_load(w->lock, memory_order_relaxed);
+
+	while ((val & RQSPIN__TAIL_MASK) == tail) {
+		if (word_cas(w->lock, &val, val & ~RQSPIN__TAIL_MASK, memory_order_relaxed))
+			return;
+	}
+	mcs_handoff(wait_next(w, node), v);
+}
+
+/* Queue head: take the pending bit (after any pending waiter has taken
+ * the lock), then wait for the locked byte to clear. */
+static int head_wait(struct waiter *w, bool *have_pending)
+{
+	lockword_t *l = w->lock;
+	uint32_t val = word_load(l, memory_order_relaxed);
+	int ret;
+
+	for (;;) {
+		if (!*have_pending && !(val & RQSPIN__PENDING_MASK)) {
+			/* relaxed: the acquire comes with the locked==0 load. */
+			if (word_cas(l, &val, val | RQSPIN__PENDING_VAL, memory_order_relaxed))
+				*have_pending = true;
+			else
+				continue;
+		}
+		if (*have_pending) {
+			/* acquire: pairs with the unlock's release store. */
+			val = word_load(l, memory_order_acquire);
+			if (lock_free_or_dead(val))
+				return locked_dead(val);
+		}
+		ret = wait_step(w);
+		if (ret)
+			return ret;
+		val = word_load(l, memory_order_relaxed);
+	}
+}
+
+static __attribute__((noinline, cold)) void fail_report(struct waiter *w, int ret)
+{
+	struct rqspin_report rep = {
+		.event = (enum rqspin_event)w->event,
+		.error = ret,
+		.lock = w->lock,
+		.waited_ns = w->start ? arch_now_ns() - w->start : 0,
+		.nthreads = 1,
+	};
+
+	if ((w->event == RQSPIN_EV_ABBA || w->event == RQSPIN_EV_CYCLE) &&
+	    deadlock_find(w->self, w->lock, &rep))
+		;
+	else
+		report_fill_thread(&rep.threads[0], w->self, w->lock);
+	report_emit(&rep);
+}
+
+static __attribute__((noinline, cold)) void fail_account(struct waiter *w, int ret)
+{
+	struct thread_stats *st = &w->self->stats;
+
+	switch (w->event) {
+	case RQSPIN_EV_AA: stat_inc(&st->aa); break;
+	case RQSPIN_EV_ABBA: stat_inc(&st->abba); break;
+	case RQSPIN_EV_CYCLE: stat_inc(&st->cycle); break;
+	case RQSPIN_EV_NEST_FAIL: stat_inc(&st->nest_fail); break;
+	default: stat_inc(&st->timeout); break;
+	}
+	if (report_wanted())
+		fail_report(w, ret);
+	held_release_entry(w->self);
+}
+
+/* Without an MCS node (nesting too deep, or no registry slot) the lock is
+ * taken by test-and-set. rqspinlock: a handler nested in this thread's own
+ * queued wait gets one try (the kernel's NMI rule: the interrupted code may
+ * be the link a queue is waiting for, so waiting here could deadlock);
+ * a thread without a slot spins with the TAS timeout, 4T. */
+static int nonode_lock(struct waiter *w, bool *dead)
+{
+	stat_inc(&w->self->stats.nonode);
+	if (w->res && w->self->slot != NO_SLOT) {
+		if (steal_once(w->lock, dead))
+			return 0;
+		w->event = RQSPIN_EV_NEST_FAIL;
+		return -EDEADLK;
+	}
+	wait_begin(w, 4 * w->timeout);
+	while (!steal_once(w->lock, dead)) {
+		int ret = wait_step(w);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint32_t val,
+							 const bool res, uint64_t timeout)
+{
+	struct waiter w = { .self = registry_self(), .lock = lock, .res = res, .timeout = timeout };
+	struct rqspin_thread *self = w.self;
+	struct mcs_node *node, *next;
+	bool dead = false, have_pending = false;
+	uint32_t idx, tail, old, i;
+	int ret;
+
+	if (res && held_aa(self, lock)) {
+		/* AA on entry: the caller (or the code its signal handler
+		 * interrupted) holds or is acquiring this lock. */
+		w.event = RQSPIN_EV_AA;
+		ret = -EDEADLK;
+		goto err_entry;
+	}
+
+	/* A pending waiter is taking the lock right now: (0,1,0) -> (0,0,1). */
+	if (val == RQSPIN__PENDING_VAL) {
+		for (i = 0; i < PENDING_LOOPS && val == RQSPIN__PENDING_VAL; i++) {
+			arch_cpu_relax();
+			val = word_load(lock, memory_order_relaxed);
+		}
+	}
+	/* Any waiter already (pending or queued): join the queue. */
+	if (val & ~RQSPIN__LOCKED_MASK)
+		goto queue;
+
+	/* Become the pending waiter. acquire: if the lock is free already we
+	 * own it from this read on, after the last unlock's release. */
+	val = atomic_fetch_or_explicit((_Atomic uint32_t *)&lock->val, RQSPIN__PENDING_VAL,
+				       memory_order_acquire);
+	if (val & ~RQSPIN__LOCKED_MASK) {
+		if (!(val & RQSPIN__PENDING_MASK))
+			clear_pending(lock); /* we set it: undo */
+		goto queue;
+	}
+	if (!lock_free_or_dead(val)) {
+		wait_begin(&w, timeout);
+		for (;;) {
+			/* acquire: pairs with the unlock's release store. */
+			val = word_load(lock, memory_order_acquire);
+			if (lock_free_or_dead(val))
+				break;
+			ret = wait_step(&w);
+			if (res && ret) {
+				clear_pending(lock);
+				goto err_entry;
+			}
+		}
+	}
+	dead = locked_dead(val);
+	clear_pending_set_locked(lock);
+	stat_inc(&self->stats.pending);
+	goto done;
+
+queue:
+	if (res && held_aa(self, lock)) {
+		/* AA before queueing (kernel, Nov 2025): a queued waiter
+		 * never polls, so this must not wait for the head's timeout. */
+		w.event = RQSPIN_EV_AA;
+		ret = -EDEADLK;
+		goto err_entry;
+	}
+	/* The holder is most likely running: take the lock as it frees,
+	 * unless a waiter holds the pending bit (then the queue is moving
+	 * and FIFO order applies). */
+	for (i = 0; i < STEAL_SPINS; i++) {
+		if (steal_once(lock, &dead)) {
+			stat_inc(&self->stats.stolen);
+			goto done;
+		}
+		if (word_load(lock, memory_order_relaxed) & RQSPIN__PENDING_MASK)
+			break;
+		arch_cpu_relax();
+	}
+
+	idx = self->nesting;
+	if (self->slot == NO_SLOT || idx >= MCS_MAX_NODES || (res && idx > 0)) {
+		ret = nonode_lock(&w, &dead);
+		if (res && ret)
+			goto err_entry;
+		goto done;
+	}
+	/* Claim node idx before using it: a signal handler arriving from
+	 * here on sees nesting idx+1 and takes the next node. The fence is
+	 * the compiler barrier that orders the two for our own handlers. */
+	self->nesting = idx + 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	node = &slot_of(self)->nodes[idx];
+	atomic_store_explicit(&node->next, NULL, memory_order_relaxed);
+	atomic_store_explicit(&node->locked, MCS_WAIT, memory_order_relaxed);
+	tail = tail_encode(self->slot, idx);
+
+	if (steal_once(lock, &dead)) {
+		stat_inc(&self->stats.stolen);
+		goto release_node;
+	}
+
+	/* Publish our node as the tail. release: the node's initialisation
+	 * above is visible to whoever reads this tail and links behind us.
+	 * acquire: our store into the predecessor's node below is ordered
+	 * after its initialisation (it published that with this same
+	 * release). The tail is the upper half-word: one exchange. */
+	old = (uint32_t)atomic_exchange_explicit((_Atomic uint16_t *)&lock->h.tail,
+						 (uint16_t)(tail >> 16), memory_order_acq_rel)
+	      << 16;
+	if (old) {
+		struct mcs_node *prev = tail_decode(old);
+
+		/* release: pairs with the acquire in the predecessor's
+		 * wait_next, making our node's initialisation visible. */
+		atomic_store_explicit(&prev->next, node, memory_order_release);
+		if (mcs_wait(&w, node) == MCS_ABORT) {
+			/* The head timed out and dissolves the queue; pass the
+			 * word on (kernel: -ETIMEDOUT since Nov 2025). */
+			w.event = RQSPIN_EV_TIMEOUT;
+			ret = -ETIMEDOUT;
+			queue_leave(&w, node, tail, MCS_ABORT);
+			goto err_release_node;
+		}
+	}
+
+	/* We are the queue head. */
+	wait_begin(&w, 2 * timeout);
+	ret = head_wait(&w, &have_pending);
+	if (res && ret < 0) {
+		if (have_pending)
+			clear_pending(lock);
+		queue_leave(&w, node, tail, ret == -ETIMEDOUT ? MCS_ABORT : MCS_GO);
+		goto err_release_node;
+	}
+	dead = ret == 1;
+
+	/* Claim. Last in the queue: (me,1,0) -> (0,0,1) in one CAS; relaxed,
+	 * the acquire was the load in head_wait. Otherwise set locked and
+	 * hand the queue to the next waiter. */
+	val = word_load(lock, memory_order_relaxed);
+	while ((val & RQSPIN__TAIL_MASK) == tail) {
+		if (word_cas(lock, &val, RQSPIN__LOCKED_VAL, memory_order_relaxed))
+			goto release_node_queued;
+	}
+	clear_pending_set_locked(lock);
+	next = wait_next(&w, node);
+	mcs_handoff(next, MCS_GO);
+
+release_node_queued:
+	stat_inc(&self->stats.queued);
+release_node:
+	atomic_signal_fence(memory_order_seq_cst);
+	self->nesting = idx;
+done:
+	if (res && dead) {
+		stat_inc(&self->stats.owner_dead);
+		w.event = RQSPIN_EV_OWNER_DEAD;
+		if (report_wanted())
+			fail_report(&w, -EOWNERDEAD);
+		return -EOWNERDEAD;
+	}
+	return 0;
+
+err_release_node:
+	atomic_signal_fence(memory_order_seq_cst);
+	self->nesting = idx;
+err_entry:
+	fail_account(&w, ret);
+	return ret;
+}
+
+void rqspin__qspin_lock_slowpath(qspinlock_t *lock, uint32_t val)
+{
+	(void)slowpath(&lock->w, val, false, 0);
+}
+
+int rqspin__lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
+{
+	return slowpath(&lock->w, val, true, timeout_ns ? timeout_ns : lock_default_timeout());
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+#include <string.h>
+
+#include <rqspin/lock_diag.h>
+
+#include "lock/registry.h"
+
+/* Counts of threads that have exited (or vanished in a fork). */
+static struct {
+	_Atomic uint64_t fast;
+	struct thread_stats s;
+} retired;
+
+#define FOR_EACH_STAT(X) \
+	X(pending) X(queued) X(stolen) X(parked) X(yielded) X(nonode) \
+	X(aa) X(abba) X(cycle) X(nest_fail) X(timeout) X(owner_dead)
+
+void stats_retire(const struct rqspin_thread *t)
+{
+#define RETIRE(f) \
+	atomic_fetch_add_explicit(&retired.s.f, atomic_load_explicit(&t->stats.f, memory_order_relaxed), \
+				  memory_order_relaxed);
+	FOR_EACH_STAT(RETIRE)
+#undef RETIRE
+	atomic_fetch_add_explicit(&retired.fast,
+				  __atomic_load_n(&t->hot.fast_acquired, __ATOMIC_RELAXED),
+				  memory_order_relaxed);
+}
+
+static void add_thread(struct rqspin_lock_stats *out, const struct rqspin_thread *t)
+{
+#define ADD(f) out->f += atomic_load_explicit(&t->stats.f, memory_order_relaxed);
+	FOR_EACH_STAT(ADD)
+#undef ADD
+	out->fast += __atomic_load_n(&t->hot.fast_acquired, __ATOMIC_RELAXED);
+}
+
+void rqspin_lock_stats_get(struct rqspin_lock_stats *out)
+{
+	const struct rqspin_thread *me = (const struct rqspin_thread *)rqspin__tls_self;
+	uint32_t n = registry_high_water();
+	uint32_t i;
+
+	memset(out, 0, sizeof(*out));
+#define LOAD(f) out->f = atomic_load_explicit(&retired.s.f, memory_order_relaxed);
+	FOR_EACH_STAT(LOAD)
+#undef LOAD
+	out->fast = atomic_load_explicit(&retired.fast, memory_order_relaxed);
+	for (i = 0; i < n; i++) {
+		const struct rqspin_slot *s = registry_slot(i);
+
+		if (s && atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_USED)
+			add_thread(out, &s->t);
+	}
+	if (me && me->slot == NO_SLOT)
+		add_thread(out, me);
+	out->slots_in_use = registry_in_use();
+	out->slots_high_water = n;
+	out->slot_limit = RQSPIN_SLOT_LIMIT;
+}

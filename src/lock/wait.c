@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lock/wait.h"
+
+/* These run inside signal handlers: they keep errno as they found it, so
+ * a handler that takes a lock cannot clobber the interrupted code's. */
+void wait_yield(void)
+{
+	int e = errno;
+
+	sched_yield();
+	errno = e;
+}
+
+void futex_wait(_Atomic uint32_t *word, uint32_t val)
+{
+	int e = errno;
+
+	/* EINTR, EAGAIN (value already changed): the caller's loop re-checks. */
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+	errno = e;
+}
+
+void futex_wake(_Atomic uint32_t *word)
+{
+	int e = errno;
+
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	errno = e;
+}
