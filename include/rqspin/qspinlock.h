@@ -12,7 +12,10 @@
  * qspinlock never fails and has no deadlock detection: taking a lock the
  * caller already holds (for instance from a signal handler that interrupted
  * the holder) waits forever, exactly as the kernel's spinlock does. Use
- * rqspinlock (rqspinlock.h) where that can happen.
+ * rqspinlock (rqspinlock.h) where that can happen. Likewise, in a child of
+ * fork() a qspinlock that another thread held or waited for at the time of
+ * the fork is never released (as with pthread mutexes); locks that were
+ * free work normally.
  *
  * Memory ordering: qspin_lock/qspin_trylock (on success) are acquire
  * operations and qspin_unlock is a release operation, so everything done

@@ -23,6 +23,10 @@
  * T is the process default (250 ms, see rqspin_set_default_timeout and the
  * RQSPIN_TIMEOUT_MS environment variable) unless given per call.
  *
+ * In a child of fork(), rqspinlocks that vanished threads held become
+ * owner-dead (-EOWNERDEAD for the next taker); a waiter that would queue
+ * behind a vanished waiter gets -ETIMEDOUT at once.
+ *
  * Each thread records the rqspinlocks it holds in a 31-entry table (other
  * threads read it to find deadlocks). Release locks in the reverse order of
  * acquisition (LIFO): debug builds abort on an out-of-order unlock; release
@@ -35,6 +39,11 @@
 #include <errno.h>
 #include <signal.h>
 #include <rqspin/lock_common.h>
+/* sigset_t is POSIX; a strict -std=c11 build of glibc's <signal.h> hides
+ * it, so take it from where glibc defines it. */
+#if defined(__GLIBC__) && !defined(__sigset_t_defined)
+#include <bits/types/sigset_t.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {

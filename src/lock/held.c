@@ -57,10 +57,17 @@ void rqspin__held_remove(struct rqspin__thread_hot *hot, const void *lock)
 	}
 }
 
-/* The thread is exiting: whatever it still holds is abandoned. The lock
+/* The thread is gone: whatever it still holds is abandoned. The lock
  * byte becomes RQSPIN__LOCKED_OWNER_DEAD so the next waiter takes the lock
- * over with -EOWNERDEAD instead of waiting for a timeout. */
-void held_abandon(struct rqspin_thread *t)
+ * over with -EOWNERDEAD instead of waiting for a timeout.
+ *
+ * At thread exit every entry is a held lock. In a forked child the thread
+ * vanished mid-flight, and its top entry may be an attempt on a lock that
+ * someone else holds; in the child that someone is either another vanished
+ * thread (the lock is dead too) or the forking thread, keep_mine, whose
+ * locks are spared (all of them must be tracked to know: with an
+ * overflowed table, attempts are left alone). */
+void held_abandon(struct rqspin_thread *t, const struct rqspin_thread *keep_mine)
 {
 	uint32_t cnt = held_count(t);
 	uint32_t n = cnt < RQSPIN_NR_HELD ? cnt : RQSPIN_NR_HELD;
@@ -71,6 +78,10 @@ void held_abandon(struct rqspin_thread *t)
 		uint32_t val;
 
 		if (!w)
+			continue;
+		if (keep_mine && i == cnt - 1 &&
+		    (held_count(keep_mine) > RQSPIN_NR_HELD ||
+		     held_contains(keep_mine, held_count(keep_mine) + 1, w)))
 			continue;
 		val = __atomic_load_n(&w->val, __ATOMIC_RELAXED);
 		/* release: whatever the dead thread wrote under the lock is

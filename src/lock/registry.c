@@ -158,7 +158,7 @@ static void thread_exit(void *arg)
 {
 	struct rqspin_thread *t = arg;
 
-	held_abandon(t);
+	held_abandon(t, NULL);
 	stats_retire(t);
 	rqspin__tls_self = NULL;
 	if (t->slot == NO_SLOT) {
@@ -173,9 +173,12 @@ static void thread_exit(void *arg)
 	atomic_store_explicit(&slot_of(t)->state, SLOT_FREE, memory_order_release);
 }
 
-/* In a forked child only the forking thread exists: every other slot is
- * free again. Locks those threads held stay locked (rqspinlock waiters
- * time out on them, as documented); their queues are gone with them. */
+/* In a forked child only the forking thread exists. The other threads'
+ * slots become ghosts: their MCS nodes may sit in lock queues that the
+ * child inherited, so the memory is never handed to a new thread (a new
+ * waiter that links behind a ghost sees it and leaves with -ETIMEDOUT
+ * instead of waiting for a hand-off that cannot come). rqspinlocks they
+ * held become owner-dead. A ghost costs one slot per vanished thread. */
 static void atfork_child(void)
 {
 	struct rqspin_thread *me = (struct rqspin_thread *)rqspin__tls_self;
@@ -193,12 +196,13 @@ static void atfork_child(void)
 			used++;
 			continue;
 		}
-		if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_USED)
-			stats_retire(&s->t);
-		slot_reset(s);
+		if (atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_USED)
+			continue;
+		held_abandon(&s->t, me);
+		stats_retire(&s->t);
 		memset(&s->t.stats, 0, sizeof(s->t.stats));
 		__atomic_store_n(&s->t.hot.fast_acquired, 0, __ATOMIC_RELAXED);
-		atomic_store_explicit(&s->state, SLOT_FREE, memory_order_relaxed);
+		atomic_store_explicit(&s->state, SLOT_GHOST, memory_order_relaxed);
 	}
 	if (me && me->slot == NO_SLOT)
 		atomic_store_explicit(&me->tid, (pid_t)syscall(SYS_gettid), memory_order_relaxed);

@@ -59,7 +59,9 @@ struct rqspin_thread {
 	_Atomic pid_t tid; /* for reports */
 };
 
-enum slot_state { SLOT_FRESH = 0, SLOT_FREE = 1, SLOT_USED = 2 };
+/* GHOST: the slot of a thread that did not survive a fork(). Its nodes
+ * may still be linked into lock queues, so it is never reused. */
+enum slot_state { SLOT_FRESH = 0, SLOT_FREE = 1, SLOT_USED = 2, SLOT_GHOST = 3 };
 
 struct rqspin_slot {
 	struct rqspin_thread t;
@@ -88,12 +90,16 @@ static inline uint32_t tail_encode(uint32_t slot, uint32_t idx)
 	return ((slot + 1) << RQSPIN__TAIL_SLOT_OFFSET) | (idx << RQSPIN__TAIL_IDX_OFFSET);
 }
 
+static inline struct rqspin_slot *tail_slot(uint32_t tail)
+{
+	return registry_slot((tail >> RQSPIN__TAIL_SLOT_OFFSET) - 1);
+}
+
 static inline struct mcs_node *tail_decode(uint32_t tail)
 {
-	uint32_t slot = (tail >> RQSPIN__TAIL_SLOT_OFFSET) - 1;
 	uint32_t idx = (tail >> RQSPIN__TAIL_IDX_OFFSET) & ((1u << RQSPIN__TAIL_IDX_BITS) - 1);
 
-	return &registry_slot(slot)->nodes[idx];
+	return &tail_slot(tail)->nodes[idx];
 }
 
 /* Owner-only counter increment; readers on other threads use relaxed loads. */
@@ -106,7 +112,8 @@ static inline void stat_inc(_Atomic uint64_t *c)
 /* Counters of exited threads, folded in when they leave. */
 void stats_retire(const struct rqspin_thread *t);
 
-/* Thread exit: locks this thread still holds become "owner dead". */
-void held_abandon(struct rqspin_thread *t);
+/* Thread exit: locks this thread still holds become "owner dead".
+ * keep_mine (a forked child) spares locks the calling thread holds. */
+void held_abandon(struct rqspin_thread *t, const struct rqspin_thread *keep_mine);
 
 #endif

@@ -460,6 +460,14 @@ queue:
 		/* release: pairs with the acquire in the predecessor's
 		 * wait_next, making our node's initialisation visible. */
 		atomic_store_explicit(&prev->next, node, memory_order_release);
+		if (res && atomic_load_explicit(&tail_slot(old)->state, memory_order_relaxed) ==
+				   SLOT_GHOST) {
+			/* Queued behind a thread that vanished in fork(). */
+			w.event = RQSPIN_EV_TIMEOUT;
+			ret = -ETIMEDOUT;
+			queue_leave(&w, node, tail, MCS_ABORT);
+			goto err_release_node;
+		}
 		if (mcs_wait(&w, node) == MCS_ABORT) {
 			/* The head timed out and dissolves the queue; pass the
 			 * word on (kernel: -ETIMEDOUT since Nov 2025). */
