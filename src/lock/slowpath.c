@@ -424,6 +424,9 @@ queue:
 		arch_cpu_relax();
 	}
 
+	/* Queueing is slow anyway: note when we started, for reports. */
+	if (res && !w.start)
+		w.start = arch_now_ns();
 	idx = self->nesting;
 	if (self->slot == NO_SLOT || idx >= MCS_MAX_NODES || (res && idx > 0)) {
 		ret = nonode_lock(&w, &dead);
