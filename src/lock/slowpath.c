@@ -322,28 +322,69 @@ static __attribute__((noinline, cold)) void fail_account(struct waiter *w, int r
 	held_release_entry(w->self);
 }
 
-/* Without an MCS node (nesting too deep, or no registry slot) the lock is
- * taken by test-and-set. rqspinlock: a handler nested in this thread's own
- * queued wait gets one try (the kernel's NMI rule: the interrupted code may
- * be the link a queue is waiting for, so waiting here could deadlock);
- * a thread without a slot spins with the TAS timeout, 4T. */
+/* We hold the pending bit; val is the word as we set it. Wait for the
+ * owner to leave, then take over: (*,1,0) -> (*,0,1). */
+static int pending_take(struct waiter *w, uint32_t val, bool *dead)
+{
+	lockword_t *l = w->lock;
+	int ret;
+
+	while (!lock_free_or_dead(val)) {
+		ret = wait_step(w);
+		if (w->res && ret) {
+			clear_pending(l);
+			return ret;
+		}
+		/* acquire: pairs with the unlock's release store. */
+		val = word_load(l, memory_order_acquire);
+	}
+	*dead = locked_dead(val);
+	clear_pending_set_locked(l);
+	return 0;
+}
+
+/* Without an MCS node (nesting too deep, or no registry slot) a waiter
+ * competes for the pending bit instead of queueing, which gives it the
+ * same priority as a queue head (a plain test-and-set would starve behind
+ * a busy queue). rqspinlock: a handler nested in this thread's own queued
+ * wait gets one try (the kernel's NMI rule: the interrupted code may be
+ * the link a queue waits for, so waiting here could deadlock); otherwise
+ * the wait times out after 4T, the kernel's TAS fallback budget. */
 static int nonode_lock(struct waiter *w, bool *dead)
 {
+	lockword_t *l = w->lock;
+	uint32_t val;
+	int ret;
+
 	stat_inc(&w->self->stats.nonode);
 	if (w->res && w->self->slot != NO_SLOT) {
-		if (steal_once(w->lock, dead))
+		if (steal_once(l, dead))
 			return 0;
 		w->event = RQSPIN_EV_NEST_FAIL;
 		return -EDEADLK;
 	}
 	wait_begin(w, 4 * w->timeout);
-	while (!steal_once(w->lock, dead)) {
-		int ret = wait_step(w);
-
-		if (ret)
+	val = word_load(l, memory_order_relaxed);
+	for (;;) {
+		if (!(val & RQSPIN__PENDING_MASK)) {
+			/* acquire on both: either may make us the owner. */
+			if (lock_free_or_dead(val)) {
+				if (word_cas(l, &val, (val & ~RQSPIN__LOCKED_MASK) | RQSPIN__LOCKED_VAL,
+					     memory_order_acquire)) {
+					*dead = locked_dead(val);
+					return 0;
+				}
+				continue;
+			}
+			if (word_cas(l, &val, val | RQSPIN__PENDING_VAL, memory_order_acquire))
+				return pending_take(w, val, dead);
+			continue;
+		}
+		ret = wait_step(w);
+		if (w->res && ret)
 			return ret;
+		val = word_load(l, memory_order_relaxed);
 	}
-	return 0;
 }
 
 static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint32_t val,
@@ -384,22 +425,10 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 			clear_pending(lock); /* we set it: undo */
 		goto queue;
 	}
-	if (!lock_free_or_dead(val)) {
-		wait_begin(&w, timeout);
-		for (;;) {
-			/* acquire: pairs with the unlock's release store. */
-			val = word_load(lock, memory_order_acquire);
-			if (lock_free_or_dead(val))
-				break;
-			ret = wait_step(&w);
-			if (res && ret) {
-				clear_pending(lock);
-				goto err_entry;
-			}
-		}
-	}
-	dead = locked_dead(val);
-	clear_pending_set_locked(lock);
+	wait_begin(&w, timeout);
+	ret = pending_take(&w, val, &dead);
+	if (res && ret)
+		goto err_entry;
 	stat_inc(&self->stats.pending);
 	goto done;
 
