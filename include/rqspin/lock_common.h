@@ -111,14 +111,27 @@ static inline struct rqspin__thread_hot *rqspin__self(void)
 	return t;
 }
 
-/* Owner-only counter: a relaxed load + store (not an atomic RMW, which
- * would double the fast path) that remote readers can still read
- * without a data race. */
-static inline void rqspin__count_fast(struct rqspin__thread_hot *t)
+/* Count an uncontended acquisition (after the CAS, off its critical
+ * path). Owner-only counter: a relaxed load + store rather than an atomic
+ * RMW, which would double the fast path's cost, yet remote readers can
+ * still read it without a data race. */
+RQSPIN_API void rqspin__count_fast_cold(void);
+
+static inline void rqspin__count_fast_on(struct rqspin__thread_hot *t)
 {
 	__atomic_store_n(&t->fast_acquired,
 			 __atomic_load_n(&t->fast_acquired, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);
+}
+
+static inline void rqspin__count_fast(void)
+{
+	struct rqspin__thread_hot *t = rqspin__tls_self;
+
+	if (RQSPIN__LIKELY(t))
+		rqspin__count_fast_on(t);
+	else
+		rqspin__count_fast_cold();
 }
 
 /* Misuse reports (abort with a message). Used by debug builds. */

@@ -60,7 +60,6 @@ static inline void qspin_lock_init(qspinlock_t *lock)
  */
 static inline void qspin_lock(qspinlock_t *lock)
 {
-	struct rqspin__thread_hot *self = rqspin__self();
 	uint32_t val = 0;
 
 #if RQSPIN_DEBUG
@@ -71,7 +70,7 @@ static inline void qspin_lock(qspinlock_t *lock)
 	/* acquire on success: pairs with the release in qspin_unlock. */
 	if (RQSPIN__LIKELY(__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
 						       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
-		rqspin__count_fast(self);
+		rqspin__count_fast();
 	else
 		rqspin__qspin_lock_slowpath(lock, val);
 	RQSPIN__TSAN_POST_LOCK(lock, 0);
@@ -84,12 +83,16 @@ static inline void qspin_lock(qspinlock_t *lock)
  */
 static inline bool qspin_trylock(qspinlock_t *lock)
 {
-	uint32_t val = __atomic_load_n(&lock->w.val, __ATOMIC_RELAXED);
+	uint32_t val = 0;
 
 	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
-	/* acquire on success: pairs with the release in qspin_unlock. */
-	if (val == 0 && __atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
-						    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+	/* Test before the CAS, so a busy lock is not written to: a byte
+	 * load, the width of the unlock's store, so it forwards from it. The
+	 * CAS then checks the whole word. acquire on success: pairs with the
+	 * release in qspin_unlock. */
+	if (__atomic_load_n(&lock->w.b.locked, __ATOMIC_RELAXED) == 0 &&
+	    __atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
+					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
 		RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY);
 		return true;
 	}

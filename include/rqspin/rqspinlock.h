@@ -135,7 +135,7 @@ RQSPIN_MUST_CHECK static inline int rqspin_lock_timeout(rqspinlock_t *lock, uint
 	/* acquire on success: pairs with the release in rqspin_unlock. */
 	if (RQSPIN__LIKELY(__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
 						       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
-		rqspin__count_fast(self);
+		rqspin__count_fast_on(self);
 	else
 		ret = rqspin__lock_slowpath(lock, val, timeout_ns);
 	RQSPIN__TSAN_POST_LOCK(lock, (ret == 0 || ret == -EOWNERDEAD) ? RQSPIN__TSAN_TRY
@@ -156,12 +156,13 @@ RQSPIN_MUST_CHECK static inline int rqspin_lock(rqspinlock_t *lock)
 RQSPIN_MUST_CHECK static inline bool rqspin_trylock(rqspinlock_t *lock)
 {
 	struct rqspin__thread_hot *self = rqspin__self();
-	uint32_t val;
+	uint32_t val = 0;
 
 	if (RQSPIN__UNLIKELY(!lock))
 		return false;
-	val = __atomic_load_n(&lock->w.val, __ATOMIC_RELAXED);
-	if (val != 0)
+	/* Test the locked byte first (see qspin_trylock); the CAS checks
+	 * the whole word. */
+	if (__atomic_load_n(&lock->w.b.locked, __ATOMIC_RELAXED) != 0)
 		return false;
 	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
 	rqspin__held_push(self, lock);

@@ -139,6 +139,11 @@ struct rqspin__thread_hot *rqspin__self_slow(void)
 	return &t->hot;
 }
 
+void rqspin__count_fast_cold(void)
+{
+	rqspin__count_fast_on(rqspin__self_slow());
+}
+
 static void slot_reset(struct rqspin_slot *s)
 {
 	unsigned i;
