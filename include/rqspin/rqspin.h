@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* librqspin umbrella header: resilient queued spinlocks (and, as they land,
- * the any-context allocator and object-local storage). */
+/* librqspin umbrella header: resilient queued spinlocks, the any-context
+ * allocator and object-local storage. */
 #ifndef RQSPIN_RQSPIN_H
 #define RQSPIN_RQSPIN_H
 
 #include <rqspin/qspinlock.h>
 #include <rqspin/rqspinlock.h>
 #include <rqspin/lock_diag.h>
+#include <rqspin/alloc.h>
+#include <rqspin/storage.h>
 
 #define RQSPIN_VERSION_MAJOR 0
 #define RQSPIN_VERSION_MINOR 1

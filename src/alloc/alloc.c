@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Any-context allocator: rqspin_malloc_nolock / rqspin_free_nolock.
+ *
+ * Design
+ * ======
+ * Layout. Small objects (8 B .. 16 KiB, 37 size classes: 8, 16..128 by 16,
+ * then four classes per doubling) live in 64 KiB *pages*, one size class per
+ * page, objects packed from the page start (so power-of-two classes are
+ * naturally aligned). Pages are grouped in 4 MiB *segments* aligned to
+ * 4 MiB; page 0 of a segment holds the segment header with the 64 page
+ * descriptors. From any object address, `addr & ~(4 MiB-1)` is its segment
+ * and bits 16..21 its page: free needs no lookup table. A one-bit-per-4-MiB
+ * segment map (8 MiB of reserved, lazily touched address space for 48-bit
+ * addresses) says whether an address is in one of our segments, so a
+ * foreign pointer is recognised without reading its memory. Segments are
+ * never unmapped (so any page descriptor stays readable for lock-free
+ * readers); empty pages give their memory back with madvise(MADV_DONTNEED).
+ * Larger objects get their own mapping with a 64-byte header in front
+ * (large.c).
+ *
+ * Heaps. Each thread owns a heap (heap.c): per size class a current page, a
+ * list of partly free pages, counters and a *busy* flag. Allocation pops
+ * the current page's free list; a local free pushes onto its page's free
+ * list. Neither uses an atomic read-modify-write: the busy flag, set with a
+ * plain store and a signal fence around the class's critical section, is
+ * enough against the only other party that can touch the class -- a signal
+ * handler of the same thread, which runs to completion inside our section.
+ *
+ * Nesting (a handler calls us while the interrupted code is inside us). The
+ * handler finds the class busy:
+ *   - alloc takes the next size class (its own busy flag) if that is free,
+ *     else the shared *reserve* (reserve.c): per class a lock-free stack of
+ *     objects whose head packs a 32-bit object index and a 32-bit ABA tag
+ *     in one 64-bit word; it grows from the page pool, so it fails only
+ *     when memory is exhausted (the kernel's kmalloc_nolock "retry in the
+ *     next bucket", then a pool instead of -EBUSY);
+ *   - free pushes the object on the heap's atomic *deferred* list (a
+ *     lock-free push; the owner takes the whole list with one exchange on
+ *     its next free, its next allocation that refills, a trim or its
+ *     exit, and completes the frees whose class is not busy then). Free
+ *     never fails.
+ *   Anything shared by all classes of a heap (its cache of empty pages) has
+ *   its own busy flag; a nested call that finds it busy uses the shared
+ *   pool instead.
+ *
+ * Other threads. A free of an object owned by another heap pushes it on
+ * the owning page's atomic remote list (lock-free push; the owner takes
+ * all with an exchange). The list word also counts its objects in its top
+ * 16 bits (objects live below 2^48), so taking a list costs no walk over
+ * it. The first such push after the owner last looked
+ * also sets a NOTIFIED bit in the same word and queues the page on the
+ * owning heap's atomic notify list, so the owner finds pages that other
+ * threads freed into without scanning; a page whose NOTIFIED bit is set is
+ * never recycled, so the late queueing is safe.
+ *
+ * Thread exit. A pthread key destructor (key created by a constructor)
+ * collects what can be collected, returns empty pages and marks the heap
+ * abandoned. A new thread adopts an abandoned heap with a CAS before it
+ * creates a new one; a thread that needs memory while abandoned heaps have
+ * pending remote frees reaps them (claims one with a CAS, collects, returns
+ * the empty pages, abandons it again), and so does rqspin_alloc_trim().
+ * After its destructor ran, a thread borrows an abandoned heap per call.
+ *
+ * Empty pages. A page that becomes empty (and is not its class's current
+ * page) goes to the heap's cache of 4 pages, then to the shared pool
+ * (pool.c: two lock-free stacks of page ids with 40-bit ABA tags, "dirty"
+ * = still resident and "clean" = given back). Once the dirty stack holds
+ * 32 pages (2 MiB), further pages are madvised before they are pushed.
+ * The current page is never released on a free, and pages are recycled
+ * from the caches first, so an alloc/free loop at a page boundary does no
+ * system calls.
+ *
+ * Bad pointers. Object starts are checked against the page geometry (a
+ * multiply by the reciprocal of the object size), free objects of 16 bytes
+ * or more carry an address-keyed canary in their second word (a second
+ * free finds it), and a page that is free or a segment header is no valid
+ * target. Debug builds abort with a message; release builds ignore the
+ * call and count it (report.c). Debug builds also check the canary when
+ * they reuse an object, which catches writes after free.
+ *
+ * Sanitizers: free objects are ASan-poisoned and announced to Valgrind
+ * (sanitize.h). errno: only the system-call wrappers can change it, and
+ * they restore it.
+ *
+ * Memory orders are explained where they are used; the fast paths below
+ * use none beyond relaxed loads and stores and signal fences.
+ */
+#include <string.h>
+
+#include "alloc/alloc_internal.h"
+
+const uint32_t alloc_class_size[NCLASSES] = {
+	8,     16,    32,    48,    64,    80,    96,    112,   128,  160,
+	192,   224,   256,   320,   384,   448,   512,   640,   768,  896,
+	1024,  1280,  1536,  1792,  2048,  2560,  3072,  3584,  4096, 5120,
+	6144,  7168,  8192,  10240, 12288, 14336, 16384,
+};
+
+struct page alloc_empty_page;
+
+/* Hand object b of size bs to the user: the general case (flags, or a
+ * sanitizer is watching). */
+static ALLOC_FN __attribute__((noinline)) void *finish_slow(struct block *b, uint32_t bs,
+							     unsigned flags)
+{
+	san_alloc(b, bs, (flags & RQSPIN_ALLOC_ZERO) != 0);
+	/* Clear the canary so that one free of this object is not taken for
+	 * a second one (after san_alloc: memcheck then sees it as written). */
+	if (bs >= 16)
+		b->canary = 0;
+	if (flags & RQSPIN_ALLOC_ZERO)
+		memset(b, 0, bs);
+	return b;
+}
+
+static inline ALLOC_FN void *finish(struct block *b, uint32_t bs, unsigned flags)
+{
+	if (UNLIKELY(flags != 0 || SAN_ACTIVE))
+		return finish_slow(b, bs, flags);
+	if (bs >= 16)
+		b->canary = 0;
+	return b;
+}
+
+static inline ALLOC_FN void check_reused(const struct block *b, unsigned c)
+{
+#if RQSPIN_ALLOC_DEBUG
+	if (c != 0 && b->canary != block_canary(b))
+		alloc_corrupt("free object was modified (use after free?)", b);
+#else
+	(void)b;
+	(void)c;
+#endif
+}
+
+/* One allocation from class c; its busy flag is held and released here. */
+static ALLOC_FN struct block *class_alloc_held(struct heap *h, struct hclass *hc, unsigned c)
+{
+	struct page *pg = hc->page;
+	struct block *b = pg->free;
+
+	if (LIKELY(b != NULL)) {
+		check_reused(b, c);
+		pg->free = b->next;
+		pg->used++;
+	} else {
+		b = class_alloc_slow(h, hc, c);
+	}
+	if (LIKELY(b != NULL))
+		count_owner(&hc->nalloc, 1);
+	busy_clear(&hc->busy);
+	return b;
+}
+
+/* One allocation from class c of heap h, whose busy flag is clear. */
+static ALLOC_FN struct block *class_alloc(struct heap *h, unsigned c)
+{
+	struct hclass *hc = &h->cls[c];
+
+	busy_set(&hc->busy);
+	return class_alloc_held(h, hc, c);
+}
+
+/* The current page has no free object (busy is held). */
+static ALLOC_FN __attribute__((noinline)) void *alloc_refill(struct heap *h, struct hclass *hc,
+							      unsigned c, unsigned flags)
+{
+	struct block *b = class_alloc_held(h, hc, c);
+
+	return b ? finish(b, alloc_class_size[c], flags) : NULL;
+}
+
+/* A signal handler interrupted this thread inside class c. */
+static ALLOC_FN __attribute__((noinline)) void *alloc_nested(struct heap *h, unsigned c,
+							      unsigned flags)
+{
+	unsigned n = c + 1;
+	struct block *b;
+
+	count_shared(&h->nnested, 1);
+	if (n < NCLASSES && !busy_get(&h->cls[n].busy)) {
+		b = class_alloc(h, n);
+		if (b) {
+			count_shared(&h->nnext, 1);
+			return finish(b, alloc_class_size[n], flags);
+		}
+	}
+	b = reserve_alloc(c);
+	return b ? finish(b, alloc_class_size[c], flags) : NULL;
+}
+
+/* No usable heap yet (first call of the thread) or any more (exited). */
+static ALLOC_FN __attribute__((noinline)) void *alloc_noheap(size_t size, unsigned c,
+							      unsigned flags)
+{
+	struct heap *h = alloc_tls_heap;
+	struct block *b = NULL;
+	bool adopted;
+
+	if (h == NULL && heap_is_real(heap_attach()))
+		return rqspin_malloc_nolock(size, flags);
+	/* After this thread's exit destructor (or with no heap to be had):
+	 * borrow an abandoned heap for this one call. */
+	h = heap_claim(&adopted);
+	if (h) {
+		b = class_alloc(h, c);
+		heap_release(h);
+	}
+	if (!b)
+		b = reserve_alloc(c);
+	return b ? finish(b, alloc_class_size[c], flags) : NULL;
+}
+
+RQSPIN_API ALLOC_FN void *rqspin_malloc_nolock(size_t size, unsigned flags)
+{
+	struct heap *h = alloc_tls_heap;
+	struct hclass *hc;
+	struct page *pg;
+	struct block *b;
+	unsigned c;
+
+	if (UNLIKELY(size > SMALL_MAX))
+		return large_alloc(size, flags);
+	c = size_to_class(size);
+	if (UNLIKELY(!heap_is_real(h)))
+		return alloc_noheap(size, c, flags);
+	hc = &h->cls[c];
+	if (UNLIKELY(busy_get(&hc->busy)))
+		return alloc_nested(h, c, flags);
+	busy_set(&hc->busy);
+	ALLOC_TEST_HOOK(HOOK_ALLOC, c);
+	pg = hc->page;
+	b = pg->free;
+	if (UNLIKELY(b == NULL))
+		return alloc_refill(h, hc, c, flags);
+	check_reused(b, c);
+	pg->free = b->next;
+	pg->used++;
+	count_owner(&hc->nalloc, 1);
+	busy_clear(&hc->busy);
+	if (UNLIKELY(flags != 0 || SAN_ACTIVE))
+		return finish_slow(b, alloc_class_size[c], flags);
+	if (c != 0)
+		b->canary = 0;
+	return b;
+}
+
+/* Is b a live object of pg? Reports and returns false if not. */
+static inline ALLOC_FN bool free_check(const struct page *pg, const struct block *b)
+{
+	if (UNLIKELY(page_block_index(pg, (uintptr_t)b) == UINT32_MAX)) {
+		alloc_bad_pointer("free of a pointer that is not the start of an object", b);
+		return false;
+	}
+	if (UNLIKELY(pg->bsize >= 16 && b->canary == block_canary(b))) {
+		alloc_bad_pointer("double free", b);
+		return false;
+	}
+	return true;
+}
+
+/* Mark b free: sanitizers and canary. Its link is written by the caller
+ * before it is published anywhere. */
+static inline ALLOC_FN void free_mark(struct block *b, uint32_t bs)
+{
+	san_free(b, bs, bs < 16 ? bs : 16);
+	if (bs >= 16)
+		b->canary = block_canary(b);
+}
+
+/* A handler freed into a class that the interrupted code is using. */
+static ALLOC_FN __attribute__((noinline)) void free_deferred(struct heap *h, struct page *pg,
+							      struct block *b)
+{
+	struct block *head;
+
+	if (!free_check(pg, b))
+		return;
+	free_mark(b, pg->bsize);
+	head = atomic_load_explicit(&h->deferred, memory_order_relaxed);
+	do {
+		b->next = head;
+		/* release: the link, the canary and the poisoning are visible
+		 * to whoever takes the list (acquire exchange in the drain). */
+	} while (!atomic_compare_exchange_weak_explicit(&h->deferred, &head, b,
+							memory_order_release,
+							memory_order_relaxed));
+	count_shared(&h->ndeferred, 1);
+}
+
+/* Queue pg on its owner's notify list (we set its NOTIFIED bit, so nobody
+ * else queues it until the owner has taken it off and cleared the bit). */
+static ALLOC_FN void notify_push(struct heap *owner, struct page *pg)
+{
+	struct page *head = atomic_load_explicit(&owner->notify, memory_order_relaxed);
+
+	do {
+		atomic_store_explicit(&pg->notify_next, head, memory_order_relaxed);
+		/* release: the link is visible to the owner's acquire exchange. */
+	} while (!atomic_compare_exchange_weak_explicit(&owner->notify, &head, pg,
+							memory_order_release,
+							memory_order_relaxed));
+}
+
+/* b belongs to a page that is not ours (or we have no heap). */
+static ALLOC_FN __attribute__((noinline)) void free_remote(struct heap *me, struct page *pg,
+							    struct block *b)
+{
+	struct heap *owner = pg->heap;
+	unsigned c = pg->cls;
+	uintptr_t x;
+
+	if (owner == OWNER_RESERVE) {
+		reserve_free(pg, b);
+		return;
+	}
+	if (UNLIKELY(!heap_is_real(owner))) {
+		alloc_bad_pointer("free of a pointer into a free page (double free?)", b);
+		return;
+	}
+	if (!free_check(pg, b))
+		return;
+	free_mark(b, pg->bsize);
+	ALLOC_TEST_HOOK(HOOK_REMOTE, c);
+	x = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
+	do {
+		b->next = (struct block *)(x & XFREE_PTR_MASK);
+		/* release: b's link and canary are visible to the owner, whose
+		 * exchange/CAS on xfree acquires (every push is an RMW, so the
+		 * owner synchronises with all pushers before it). */
+	} while (!atomic_compare_exchange_weak_explicit(
+		&pg->xfree, &x,
+		(uintptr_t)b | XFREE_NOTIFIED | (((x >> XFREE_CNT_SHIFT) + 1) << XFREE_CNT_SHIFT),
+		memory_order_release, memory_order_relaxed));
+	if (!(x & XFREE_NOTIFIED))
+		notify_push(owner, pg);
+	/* Count on our own heap (a thread that only frees gets one too), so
+	 * the counter is not a cache line shared with other threads. */
+	if (me == NULL)
+		me = heap_attach();
+	if (heap_is_real(me)) {
+		struct hclass *mc = &me->cls[c];
+
+		if (!busy_get(&mc->busy)) {
+			busy_set(&mc->busy);
+			count_owner(&mc->nremote, 1);
+			busy_clear(&mc->busy);
+		} else {
+			count_shared(&mc->nremote_nested, 1);
+		}
+	} else {
+		count_shared(&alloc_gstats.remote_noheap[c], 1);
+	}
+}
+
+/* The rest of a local free after the object is on its page's list: the
+ * page changed state, or deferred frees wait (busy is held). */
+static ALLOC_FN __attribute__((noinline)) void free_local_tail(struct heap *h, struct hclass *hc,
+								struct page *pg, struct block *old)
+{
+	/* A full page got a free object, or a page became empty. */
+	if (pg != hc->page && (!old || !pg->used))
+		free_local_slow(h, hc, pg);
+	busy_clear(&hc->busy);
+	if (atomic_load_explicit(&h->deferred, memory_order_relaxed) != NULL)
+		heap_drain_deferred(h, NO_CLASS);
+}
+
+/* A local free with checks that failed, or sanitizers watching (busy is
+ * held). */
+static ALLOC_FN __attribute__((noinline)) void free_local_general(struct heap *h,
+								   struct hclass *hc,
+								   struct page *pg, struct block *b)
+{
+	struct block *old;
+
+	if (!free_check(pg, b)) {
+		busy_clear(&hc->busy);
+		return;
+	}
+	if (pg->free == b) {
+		alloc_bad_pointer("double free", b);
+		busy_clear(&hc->busy);
+		return;
+	}
+	free_mark(b, pg->bsize);
+	old = pg->free;
+	b->next = old;
+	pg->free = b;
+	pg->used--;
+	count_owner(&hc->nfree, 1);
+	free_local_tail(h, hc, pg, old);
+}
+
+/* Not in a segment: a large object, NULL or a bad pointer. */
+static ALLOC_FN __attribute__((noinline)) void free_not_small(void *p)
+{
+	if (p)
+		large_free(p);
+}
+
+RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	struct block *b = p, *old;
+	struct heap *h;
+	struct hclass *hc;
+	struct page *pg;
+	unsigned c;
+
+	if (UNLIKELY(!seg_is_ours(a))) {
+		free_not_small(p);
+		return;
+	}
+	pg = page_of(a);
+	h = alloc_tls_heap;
+	if (UNLIKELY(pg->heap != h)) {
+		free_remote(h, pg, b);
+		return;
+	}
+	c = pg->cls;
+	hc = &h->cls[c];
+	if (UNLIKELY(busy_get(&hc->busy))) {
+		free_deferred(h, pg, b);
+		return;
+	}
+	busy_set(&hc->busy);
+	ALLOC_TEST_HOOK(HOOK_FREE, c);
+	old = pg->free;
+	/* old == b: a second free right after the first, the one double
+	 * free that the 8-byte class (no room for a canary) can show. */
+	if (UNLIKELY(page_block_index(pg, a) == UINT32_MAX || old == b ||
+		     (c != 0 && b->canary == block_canary(b)) || SAN_ACTIVE)) {
+		free_local_general(h, hc, pg, b);
+		return;
+	}
+	if (c != 0)
+		b->canary = block_canary(b);
+	b->next = old;
+	pg->free = b;
+	pg->used--;
+	count_owner(&hc->nfree, 1);
+	if (UNLIKELY((pg != hc->page && (!old || !pg->used)) ||
+		     atomic_load_explicit(&h->deferred, memory_order_relaxed) != NULL)) {
+		free_local_tail(h, hc, pg, old);
+		return;
+	}
+	busy_clear(&hc->busy);
+}
+
+RQSPIN_API ALLOC_FN size_t rqspin_malloc_usable_size(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	const struct page *pg;
+	const struct block *b = p;
+
+	if (!p)
+		return 0;
+	if (!seg_is_ours(a))
+		return large_usable_size(p);
+	pg = page_of(a);
+	if (!heap_is_real(pg->heap) && pg->heap != OWNER_RESERVE) {
+		alloc_bad_pointer("usable_size of a pointer into a free page", p);
+		return 0;
+	}
+	if (page_block_index(pg, a) == UINT32_MAX) {
+		alloc_bad_pointer("usable_size of a pointer that is not the start of an object", p);
+		return 0;
+	}
+	if (pg->bsize >= 16 && b->canary == block_canary(b)) {
+		alloc_bad_pointer("usable_size of a freed object", p);
+		return 0;
+	}
+	return pg->bsize;
+}

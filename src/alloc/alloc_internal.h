@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Allocator internals shared by the files of src/alloc/. The design is
+ * described at the top of alloc.c; this header holds the data structures
+ * and the small inline helpers the fast paths need.
+ */
+#ifndef RQSPIN_ALLOC_INTERNAL_H
+#define RQSPIN_ALLOC_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rqspin/alloc.h>
+
+#include "alloc/sanitize.h"
+
+#define LIKELY(x) RQSPIN__LIKELY(x)
+#define UNLIKELY(x) RQSPIN__UNLIKELY(x)
+
+/* Debug checks: on unless NDEBUG; a test flavour forces them on. */
+#ifndef RQSPIN_ALLOC_DEBUG
+#ifdef NDEBUG
+#define RQSPIN_ALLOC_DEBUG 0
+#else
+#define RQSPIN_ALLOC_DEBUG 1
+#endif
+#endif
+
+/* ---- geometry ------------------------------------------------------------- */
+
+#define PAGE_SHIFT 16u                 /* 64 KiB pages: one size class each */
+#define PAGE_SIZE (1ul << PAGE_SHIFT)
+#define SEG_SHIFT 22u                  /* 4 MiB segments, aligned to their size */
+#define SEG_SIZE (1ul << SEG_SHIFT)
+#define SEG_MASK (SEG_SIZE - 1)
+#define PAGES_PER_SEG (SEG_SIZE / PAGE_SIZE) /* 64; page 0 holds the header */
+#define MAX_SEGS (1u << 16)            /* 256 GiB of small objects */
+#define VA_BITS 48u                    /* user addresses below 2^48 */
+#define SEG_UNITS (1ul << (VA_BITS - SEG_SHIFT)) /* bits in the segment map */
+
+#define NCLASSES RQSPIN_ALLOC_NCLASSES
+#define SMALL_MAX RQSPIN_ALLOC_SMALL_MAX
+#define NO_CLASS 0xffu
+
+/* Large objects: header at the start of their mapping, object 64 bytes in. */
+#define LARGE_HDR 64u
+#define LARGE_MAGIC 0x6c617267652d7271ull
+#define SEG_MAGIC 0x7365676d656e7451ull
+
+/* ---- blocks --------------------------------------------------------------- */
+
+/*
+ * A free block. Objects of 16 bytes or more also carry a canary in their
+ * second word while free, so that a second free of the same object can be
+ * recognised (a live object has 0 there until the user writes it, and the
+ * canary depends on the address, so user data matches it only by
+ * deliberate forgery). 8-byte objects have no room for it.
+ */
+struct block {
+	struct block *next;
+	uint64_t canary;
+};
+
+#define CANARY_KEY 0x9e3779b97f4a7c15ull
+static inline uint64_t block_canary(const struct block *b)
+{
+	return CANARY_KEY ^ (uint64_t)(uintptr_t)b;
+}
+
+/* ---- pages and segments --------------------------------------------------- */
+
+struct heap;
+
+/* Special values of page.heap (real heaps are mapped, far above these). */
+#define OWNER_POOL ((struct heap *)(uintptr_t)2)    /* empty page, in a cache */
+#define OWNER_RESERVE ((struct heap *)(uintptr_t)3) /* the shared reserve */
+#define OWNER_HEADER ((struct heap *)(uintptr_t)4)  /* page 0 of a segment */
+/* Thread-local heap pointer before the first call / after thread exit. */
+#define TLS_EXITED ((struct heap *)(uintptr_t)1)
+
+static inline bool heap_is_real(const struct heap *h)
+{
+	return (uintptr_t)h > 4;
+}
+
+/* Remote-free list word: count << 48 | block pointer | NOTIFIED (the page
+ * is on, or is about to be pushed on, its heap's notify list). Objects
+ * live below 2^48 (segments above are refused), so the top 16 bits count
+ * the objects on the list (at most 8192): the owner takes a list without
+ * walking it to count. */
+#define XFREE_NOTIFIED ((uintptr_t)1)
+#define XFREE_CNT_SHIFT 48
+#define XFREE_PTR_MASK ((((uintptr_t)1 << XFREE_CNT_SHIFT) - 1) & ~XFREE_NOTIFIED)
+_Static_assert(VA_BITS <= XFREE_CNT_SHIFT, "object addresses must leave room for the count");
+
+/*
+ * Page descriptor, in the segment header. The first cache line belongs to
+ * the owner (the heap's thread, its signal handlers under the class busy
+ * flag, or a thread that claimed the abandoned heap); the second holds what
+ * other threads write.
+ */
+struct page {
+	struct block *free;    /* local free list */
+	struct heap *heap;     /* owner, or OWNER_* */
+	uint32_t used;         /* objects handed out and not yet freed back here */
+	uint32_t bump;         /* objects carved so far (the rest never touched) */
+	uint32_t bsize;        /* object size */
+	uint32_t recip;        /* ceil(2^32 / bsize): offset -> index without a division */
+	uint8_t cls;
+	uint8_t in_partial;
+	uint8_t pad_[2];
+	uint32_t capacity;     /* objects that fit */
+	uint32_t id;           /* segment index * 64 + page index */
+	uint32_t rno;          /* reserve page number (reserve pages only) */
+	struct page *next;     /* partial list of the heap's class */
+	struct page *prev;
+	/* ---- shared line ---- */
+	_Atomic uintptr_t xfree __attribute__((aligned(64))); /* remote frees | NOTIFIED */
+	_Atomic(struct page *) notify_next; /* link in heap.notify */
+	_Atomic uint32_t pool_next;         /* link in a pool stack: id + 1, 0 = end */
+	_Atomic uint32_t clean;             /* in the pool: contents given back to the OS */
+} __attribute__((aligned(64)));
+
+struct segment {
+	uint64_t magic; /* SEG_MAGIC ^ address */
+	uint32_t idx;
+	struct page pages[PAGES_PER_SEG] __attribute__((aligned(64)));
+};
+
+_Static_assert(sizeof(struct segment) <= PAGE_SIZE, "segment header must fit page 0");
+_Static_assert(sizeof(struct page) == 128, "page descriptor: one owner line, one shared line");
+_Static_assert(PAGE_SIZE / 8 <= (1u << 13), "reserve block index is 13 bits");
+
+/* Segment map: one bit per 4 MiB of address space, set for our segments.
+ * Lets free recognise a foreign pointer without touching its memory. */
+extern _Atomic(_Atomic uint64_t *) alloc_segmap;
+
+static inline bool seg_is_ours(uintptr_t a)
+{
+	_Atomic uint64_t *map = atomic_load_explicit(&alloc_segmap, memory_order_relaxed);
+	uintptr_t u = a >> SEG_SHIFT;
+
+	/* relaxed: a pointer into a segment reached the caller after the
+	 * segment was created (through whatever handed the object over),
+	 * so its bit is already visible; for any other pointer the answer
+	 * is "no" whatever we read. */
+	if (UNLIKELY(!map || u >= SEG_UNITS))
+		return false;
+	return (atomic_load_explicit(&map[u >> 6], memory_order_relaxed) >> (u & 63)) & 1;
+}
+
+static inline struct page *page_of(uintptr_t a)
+{
+	struct segment *seg = (struct segment *)(a & ~SEG_MASK);
+
+	return &seg->pages[(a >> PAGE_SHIFT) & (PAGES_PER_SEG - 1)];
+}
+
+/* First byte of the page that pg describes. */
+static inline char *page_start(const struct page *pg)
+{
+	uintptr_t seg = (uintptr_t)pg & ~SEG_MASK;
+
+	return (char *)(seg + (uintptr_t)(pg - ((const struct segment *)seg)->pages) * PAGE_SIZE);
+}
+
+/* Index of the object at a, or UINT32_MAX when a is not the start of a
+ * carved object of pg. bump is read atomically: a thread freeing into
+ * another heap's page reads it while the owner may carve (it only grows,
+ * and a live object is below any value read after its allocation). */
+static inline uint32_t page_block_index(const struct page *pg, uintptr_t a)
+{
+	uint64_t off = a & (PAGE_SIZE - 1); /* pg = page_of(a): pages are aligned */
+	uint32_t idx = (uint32_t)((off * pg->recip) >> 32);
+
+	if (UNLIKELY(idx >= __atomic_load_n(&pg->bump, __ATOMIC_RELAXED) ||
+		     (uint64_t)idx * pg->bsize != off))
+		return UINT32_MAX;
+	return idx;
+}
+
+/* ---- size classes --------------------------------------------------------- */
+
+extern const uint32_t alloc_class_size[NCLASSES];
+
+/* 8 | 16..128 step 16 | then 4 classes per doubling up to 16 KiB. */
+static inline unsigned size_to_class(size_t s)
+{
+	unsigned b;
+
+	if (s <= 128)
+		return s <= 8 ? 0 : (unsigned)((s + 15) >> 4);
+	s--;
+	b = 63u - (unsigned)__builtin_clzl(s);
+	return 9u + (b - 7u) * 4u + (unsigned)((s >> (b - 2u)) & 3u);
+}
+
+/* ---- heaps ---------------------------------------------------------------- */
+
+struct hclass {
+	struct page *page;     /* current page (never NULL: &alloc_empty_page) */
+	struct page *partial;  /* other pages with local free objects */
+	uint32_t busy;         /* this class's structures are being changed */
+	uint32_t pad_;
+	/* Counters written by the owner (load + store under busy), read by
+	 * anyone: allocations, local frees. */
+	_Atomic uint64_t nalloc;
+	_Atomic uint64_t nfree;
+	/* Objects of this class owned by other heaps that this thread freed:
+	 * counted like nalloc under the busy flag, or, when a handler finds
+	 * the class busy, with an atomic add on the second counter. */
+	_Atomic uint64_t nremote;
+	_Atomic uint64_t nremote_nested;
+} __attribute__((aligned(64)));
+_Static_assert(sizeof(struct hclass) == 64, "one cache line per class");
+
+#define HEAP_CACHE 4 /* empty pages a heap keeps before the shared pool */
+
+enum heap_state { HEAP_FRESH = 0, HEAP_OWNED, HEAP_ABANDONED, HEAP_LOST };
+
+struct heap {
+	struct hclass cls[NCLASSES];
+	_Atomic(struct block *) deferred; /* nested frees into busy classes */
+	_Atomic(struct page *) notify;    /* pages with new remote frees */
+	_Atomic uint32_t state;
+	uint32_t hbusy;                   /* the empty-page cache is being changed */
+	uint32_t ncache;
+	uint32_t idx;
+	struct page *cache[HEAP_CACHE];
+	_Atomic uint64_t nnested, nnext, ndeferred;
+} __attribute__((aligned(64)));
+
+/* The calling thread's heap: NULL before its first call, TLS_EXITED after
+ * its exit destructor ran, else a real heap. */
+extern __thread struct heap *alloc_tls_heap __attribute__((tls_model("initial-exec")));
+
+/* A page descriptor with nothing in it: the current page of every class of
+ * a new heap, so the fast path needs no NULL check. */
+extern struct page alloc_empty_page;
+
+/*
+ * The busy flag works like a lock against this thread's own signal
+ * handlers: only this thread (or a thread that claimed the heap
+ * exclusively) writes it. A handler runs to completion before the
+ * interrupted code resumes, so a plain load and store are enough; the
+ * signal fences keep the compiler from moving the protected accesses
+ * outside the flagged region.
+ */
+static inline bool busy_get(const uint32_t *f)
+{
+	return __atomic_load_n(f, __ATOMIC_RELAXED) != 0;
+}
+static inline void busy_set(uint32_t *f)
+{
+	__atomic_store_n(f, 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+static inline void busy_clear(uint32_t *f)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(f, 0, __ATOMIC_RELAXED);
+}
+
+/* Owner-only counter (see hclass): load + store, no RMW. */
+static inline void count_owner(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+static inline void count_shared(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+/* ---- global counters (stats.c) -------------------------------------------- */
+
+struct alloc_global_stats {
+	_Atomic uint64_t segments, pages_active, pool_dirty, pool_clean, madvise_calls;
+	_Atomic uint64_t large_objects, large_bytes, large_allocs;
+	_Atomic uint64_t heaps_adopted, bad_frees, meta_bytes;
+	_Atomic uint64_t reserve_allocs, reserve_frees, reserve_pages;
+	/* Counters other than the page counters above, on their own lines. */
+	_Atomic uint64_t reserve_cls[NCLASSES] __attribute__((aligned(64)));
+	_Atomic uint64_t reserve_cls_free[NCLASSES] __attribute__((aligned(64)));
+	/* remote frees by threads that had no heap, per class */
+	_Atomic uint64_t remote_noheap[NCLASSES] __attribute__((aligned(64)));
+};
+extern struct alloc_global_stats alloc_gstats;
+
+/* ---- functions of the other files ----------------------------------------- */
+
+/* slow.c: the class's busy flag is held by the caller. */
+struct block *class_alloc_slow(struct heap *h, struct hclass *hc, unsigned c);
+void free_local_slow(struct heap *h, struct hclass *hc, struct page *pg);
+void heap_drain_deferred(struct heap *h, unsigned held_cls);
+void heap_process_notify(struct heap *h, unsigned held_cls);
+/* Collect remote frees, drain deferred frees and give back empty pages of a
+ * heap the caller has exclusive use of (exiting owner, or claimed). */
+size_t heap_collect_all(struct heap *h, bool release_current);
+void page_retire(struct heap *h, struct page *pg);
+
+/* heap.c */
+struct heap *heap_attach(void);
+struct heap *heap_claim(bool *adopted);
+void heap_release(struct heap *h);
+size_t heap_reap_abandoned(unsigned max_heaps);
+uint32_t heap_count(void);
+struct heap *heap_at(uint32_t i);
+/* Hand back a heap's cached empty pages (caller holds hbusy or owns it). */
+size_t heap_flush_cache(struct heap *h);
+
+/* pool.c */
+struct page *pool_get(void);
+void pool_put(struct page *pg);
+size_t pool_trim(void);
+void page_init(struct page *pg, struct heap *owner, unsigned c);
+void segmap_init(void);
+void *os_map(size_t len);
+void os_unmap(void *p, size_t len);
+
+/* reserve.c */
+struct block *reserve_alloc(unsigned c);
+void reserve_free(struct page *pg, struct block *b);
+
+/* large.c */
+void *large_alloc(size_t size, unsigned flags);
+/* p is not in a segment: free it if it is a large object, else bad free. */
+void large_free(void *p);
+size_t large_usable_size(const void *p);
+
+/* report.c: a bad pointer. Debug: message + abort. Release: counted. */
+void alloc_bad_pointer(const char *what, const void *p);
+/* A free object was modified (debug builds). */
+__attribute__((noreturn, cold)) void alloc_corrupt(const char *what, const void *p);
+
+#ifdef RQSPIN_ALLOC_TEST_HOOKS
+/* Test builds: called at points where a class (or the page cache) is busy,
+ * so a test can raise a signal exactly there. */
+enum { HOOK_ALLOC = 1, HOOK_FREE, HOOK_SLOW, HOOK_CACHE, HOOK_REMOTE };
+extern void (*rqspin__alloc_test_hook)(unsigned where, unsigned cls);
+#define ALLOC_TEST_HOOK(w, c)                                 \
+	do {                                                  \
+		if (rqspin__alloc_test_hook)                  \
+			rqspin__alloc_test_hook((w), (c));    \
+	} while (0)
+#else
+#define ALLOC_TEST_HOOK(w, c) ((void)0)
+#endif
+
+#endif /* RQSPIN_ALLOC_INTERNAL_H */

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-thread heaps: the heap table, attaching a heap to a thread, thread
+ * exit (abandon), adoption and reaping of abandoned heaps, fork.
+ *
+ * Heaps live in chunks that are mapped once and never unmapped, so a page
+ * descriptor's owner pointer is always valid memory. A heap's state word
+ * hands it from thread to thread: OWNED by exactly one thread (its owner, a
+ * thread borrowing it for one call, or a reaper), or ABANDONED (nobody);
+ * the owner gives it up with a release store and the next one takes it
+ * with an acquire CAS, so each sees everything the previous one did.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "alloc/alloc_internal.h"
+
+#define HEAPS_PER_CHUNK 64u
+#define MAX_HEAP_CHUNKS 1024u /* 65536 heaps */
+#define MAX_HEAPS (HEAPS_PER_CHUNK * MAX_HEAP_CHUNKS)
+
+/* initial-exec: a general-dynamic TLS access in a shared object can call
+ * malloc on its first use, which a signal handler must not do. */
+__thread struct heap *alloc_tls_heap __attribute__((tls_model("initial-exec")));
+
+static _Atomic(struct heap *) chunks[MAX_HEAP_CHUNKS];
+static _Atomic uint32_t heap_bump; /* heap slots handed out (may pass MAX_HEAPS) */
+static pthread_key_t exit_key;
+static bool exit_key_ok;
+
+uint32_t heap_count(void)
+{
+	uint32_t n = atomic_load_explicit(&heap_bump, memory_order_acquire);
+
+	return n < MAX_HEAPS ? n : MAX_HEAPS;
+}
+
+struct heap *heap_at(uint32_t i)
+{
+	/* acquire: pairs with the release CAS that published the chunk. */
+	struct heap *c = atomic_load_explicit(&chunks[i / HEAPS_PER_CHUNK], memory_order_acquire);
+
+	return c ? &c[i % HEAPS_PER_CHUNK] : NULL;
+}
+
+/* Map chunk ci if nobody has; racing mappers agree through the CAS. */
+static struct heap *chunk_get(uint32_t ci)
+{
+	struct heap *cur = atomic_load_explicit(&chunks[ci], memory_order_acquire);
+	size_t len = HEAPS_PER_CHUNK * sizeof(struct heap);
+	struct heap *mine;
+
+	if (cur)
+		return cur;
+	mine = os_map(len);
+	if (!mine)
+		return NULL;
+	/* release: readers that load the pointer see the zeroed chunk. */
+	if (atomic_compare_exchange_strong_explicit(&chunks[ci], &cur, mine, memory_order_release,
+						    memory_order_acquire)) {
+		count_shared(&alloc_gstats.meta_bytes, len);
+		return mine;
+	}
+	os_unmap(mine, len);
+	return cur;
+}
+
+static void heap_init(struct heap *h, uint32_t idx)
+{
+	unsigned c;
+
+	for (c = 0; c < NCLASSES; c++)
+		h->cls[c].page = &alloc_empty_page;
+	h->idx = idx;
+}
+
+struct heap *heap_claim(bool *adopted)
+{
+	uint32_t n = heap_count();
+	uint32_t i;
+	struct heap *h, *c;
+
+	*adopted = false;
+	/* An abandoned heap first: it comes with pages (and keeps the number
+	 * of heaps at the peak number of threads). */
+	for (i = 0; i < n; i++) {
+		uint32_t expect = HEAP_ABANDONED;
+
+		h = heap_at(i);
+		/* acquire: pairs with the release store of the last owner. */
+		if (h && atomic_load_explicit(&h->state, memory_order_relaxed) == HEAP_ABANDONED &&
+		    atomic_compare_exchange_strong_explicit(&h->state, &expect, HEAP_OWNED,
+							    memory_order_acquire,
+							    memory_order_relaxed)) {
+			*adopted = true;
+			return h;
+		}
+	}
+	i = atomic_fetch_add_explicit(&heap_bump, 1, memory_order_acq_rel);
+	if (i >= MAX_HEAPS)
+		return NULL;
+	c = chunk_get(i / HEAPS_PER_CHUNK);
+	if (!c)
+		return NULL;
+	/* A fresh slot reads HEAP_FRESH, which nobody else claims. */
+	h = &c[i % HEAPS_PER_CHUNK];
+	heap_init(h, i);
+	atomic_store_explicit(&h->state, HEAP_OWNED, memory_order_relaxed);
+	return h;
+}
+
+void heap_release(struct heap *h)
+{
+	/* release: the next owner's acquire CAS sees all we did. */
+	atomic_store_explicit(&h->state, HEAP_ABANDONED, memory_order_release);
+}
+
+struct heap *heap_attach(void)
+{
+	struct heap *cur = NULL;
+	bool adopted;
+	struct heap *h = heap_claim(&adopted);
+
+	if (!h)
+		return NULL;
+	/* A CAS on our own TLS word: atomic against our signal handlers, one
+	 * of which may have attached a heap while we were claiming. */
+	if (!__atomic_compare_exchange_n(&alloc_tls_heap, &cur, h, false, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED)) {
+		heap_release(h);
+		return heap_is_real(cur) ? cur : NULL;
+	}
+	if (adopted)
+		count_shared(&alloc_gstats.heaps_adopted, 1);
+	/* Ask for a call at thread exit. For keys below 32 (ours is created
+	 * at load time) glibc stores the value in the thread descriptor
+	 * without allocating, so this is safe in a signal handler. */
+	if (exit_key_ok)
+		pthread_setspecific(exit_key, h);
+	return h;
+}
+
+size_t heap_flush_cache(struct heap *h)
+{
+	size_t n = 0;
+
+	if (busy_get(&h->hbusy))
+		return 0;
+	busy_set(&h->hbusy);
+	while (h->ncache) {
+		struct page *pg = h->cache[h->ncache - 1];
+
+		__atomic_store_n(&h->ncache, h->ncache - 1, __ATOMIC_RELAXED);
+		pool_put(pg);
+		n++;
+	}
+	busy_clear(&h->hbusy);
+	return n;
+}
+
+static bool heap_any_busy(const struct heap *h)
+{
+	unsigned c;
+
+	for (c = 0; c < NCLASSES; c++)
+		if (busy_get(&h->cls[c].busy))
+			return true;
+	return busy_get(&h->hbusy);
+}
+
+/* The owner is leaving. A heap left in the middle of an operation (the
+ * thread exited from a signal handler that interrupted the allocator) is
+ * not trusted: it is lost, never adopted. */
+static void heap_abandon(struct heap *h)
+{
+	if (heap_any_busy(h)) {
+		atomic_store_explicit(&h->state, HEAP_LOST, memory_order_relaxed);
+		return;
+	}
+	heap_collect_all(h, true);
+	heap_release(h);
+}
+
+static void heap_thread_exit(void *arg)
+{
+	struct heap *h = arg;
+
+	if (alloc_tls_heap != h)
+		return;
+	/* From now on this thread's calls (other destructors, handlers)
+	 * borrow heaps; nobody else can reach h until we release it. */
+	__atomic_store_n(&alloc_tls_heap, TLS_EXITED, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	heap_abandon(h);
+}
+
+size_t heap_reap_abandoned(unsigned max_heaps)
+{
+	uint32_t n = heap_count();
+	size_t bytes = 0;
+	uint32_t i;
+
+	for (i = 0; i < n && max_heaps > 0; i++) {
+		struct heap *h = heap_at(i);
+		uint32_t expect = HEAP_ABANDONED;
+
+		/* Only heaps that others freed into since they were abandoned
+		 * have anything to give back. */
+		if (!h || atomic_load_explicit(&h->state, memory_order_relaxed) != HEAP_ABANDONED ||
+		    (!atomic_load_explicit(&h->notify, memory_order_relaxed) &&
+		     !atomic_load_explicit(&h->deferred, memory_order_relaxed)))
+			continue;
+		/* acquire: as in heap_claim. */
+		if (!atomic_compare_exchange_strong_explicit(&h->state, &expect, HEAP_OWNED,
+							     memory_order_acquire,
+							     memory_order_relaxed))
+			continue;
+		bytes += heap_collect_all(h, true);
+		heap_release(h);
+		max_heaps--;
+	}
+	return bytes;
+}
+
+/* In a child of fork() only the forking thread exists. Heaps of the others
+ * are adopted like those of exited threads -- unless one was in the middle
+ * of an operation, then it is lost (its memory stays mapped, unused). */
+static void atfork_child(void)
+{
+	struct heap *me = alloc_tls_heap;
+	uint32_t n = heap_count();
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct heap *h = heap_at(i);
+
+		if (!h || h == me ||
+		    atomic_load_explicit(&h->state, memory_order_relaxed) != HEAP_OWNED)
+			continue;
+		atomic_store_explicit(&h->state, heap_any_busy(h) ? HEAP_LOST : HEAP_ABANDONED,
+				      memory_order_relaxed);
+	}
+}
+
+__attribute__((constructor)) static void alloc_init(void)
+{
+	exit_key_ok = pthread_key_create(&exit_key, heap_thread_exit) == 0;
+	pthread_atfork(NULL, NULL, atfork_child);
+	segmap_init();
+}

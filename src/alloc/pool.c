@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Segments and the shared pool of empty pages.
+ *
+ * A segment is 4 MiB, aligned to 4 MiB, mapped once and never unmapped:
+ * page 0 holds the header (page descriptors), pages 1..63 hold objects.
+ * Segments are numbered; page ids are segment * 64 + page, so a page fits
+ * in 22 bits and a lock-free stack head packs (tag << 24 | id + 1) into 64
+ * bits: the 40-bit tag changes on every push and pop, which defeats ABA
+ * without a 16-byte CAS. A popper may read the link of a page that another
+ * thread has popped meanwhile; the descriptor is never unmapped, and the
+ * changed tag fails its CAS.
+ *
+ * Two stacks: "dirty" pages are still resident, "clean" ones have been
+ * given back to the OS (madvise) or never touched. Pages are taken dirty
+ * first. Once the dirty stack holds POOL_DIRTY_MAX pages, further empty
+ * pages are given back before they are pushed.
+ */
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "alloc/alloc_internal.h"
+
+#define POOL_DIRTY_MAX 32u /* 2 MiB of resident empty pages, shared */
+#define ID_BITS 24u
+#define ID_MASK ((1ull << ID_BITS) - 1)
+#define REAP_PER_REFILL 4u
+
+_Static_assert((uint64_t)MAX_SEGS * PAGES_PER_SEG < ID_MASK, "page ids must fit the stack head");
+
+_Atomic(_Atomic uint64_t *) alloc_segmap;
+static _Atomic(struct segment *) segtab[MAX_SEGS];
+static _Atomic uint32_t seg_bump;
+static _Atomic uint64_t pool_dirty_head, pool_clean_head;
+
+static void *os_map_flags(size_t len, int flags)
+{
+	int e = errno;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+
+	errno = e;
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void *os_map(size_t len)
+{
+	return os_map_flags(len, 0);
+}
+
+void os_unmap(void *p, size_t len)
+{
+	int e = errno;
+
+	munmap(p, len);
+	errno = e;
+}
+
+void segmap_init(void)
+{
+	size_t len = SEG_UNITS / 8;
+	_Atomic uint64_t *cur = atomic_load_explicit(&alloc_segmap, memory_order_acquire);
+	_Atomic uint64_t *mine;
+
+	if (cur)
+		return;
+	/* Address space only: a page of the map becomes resident when a
+	 * segment in its 128 GiB range is created. */
+	mine = os_map_flags(len, MAP_NORESERVE);
+	if (!mine)
+		return;
+	/* release: publishes the (zero) map; losers unmap their copy. */
+	if (!atomic_compare_exchange_strong_explicit(&alloc_segmap, &cur, mine,
+						     memory_order_release, memory_order_acquire))
+		os_unmap(mine, len);
+}
+
+static struct page *page_by_id(uint32_t id)
+{
+	/* relaxed: the id came from a stack head that we read with acquire,
+	 * and the segment was published before any of its pages was pushed. */
+	struct segment *seg = atomic_load_explicit(&segtab[id / PAGES_PER_SEG], memory_order_relaxed);
+
+	return &seg->pages[id % PAGES_PER_SEG];
+}
+
+static void stack_push(_Atomic uint64_t *head, struct page *first, struct page *last)
+{
+	uint64_t old = atomic_load_explicit(head, memory_order_relaxed), next;
+
+	do {
+		atomic_store_explicit(&last->pool_next, (uint32_t)(old & ID_MASK), memory_order_relaxed);
+		next = (((old >> ID_BITS) + 1) << ID_BITS) | (first->id + 1);
+		/* release: the pages' descriptors (reset by their last owner)
+		 * and links are visible to the popper's acquire. */
+	} while (!atomic_compare_exchange_weak_explicit(head, &old, next, memory_order_release,
+							memory_order_relaxed));
+}
+
+static struct page *stack_pop(_Atomic uint64_t *head)
+{
+	/* acquire (load and failed CAS): the descriptor of the page named by
+	 * the head, and its link, were written before it was pushed. */
+	uint64_t old = atomic_load_explicit(head, memory_order_acquire), next;
+	struct page *pg;
+
+	do {
+		uint32_t id1 = (uint32_t)(old & ID_MASK);
+
+		if (!id1)
+			return NULL;
+		pg = page_by_id(id1 - 1);
+		next = (((old >> ID_BITS) + 1) << ID_BITS) |
+		       atomic_load_explicit(&pg->pool_next, memory_order_relaxed);
+	} while (!atomic_compare_exchange_weak_explicit(head, &old, next, memory_order_acquire,
+							memory_order_acquire));
+	return pg;
+}
+
+/* Map a new segment; return its page 1 and push the others as clean. */
+static struct page *segment_new(void)
+{
+	_Atomic uint64_t *map;
+	uint32_t idx, i;
+	uintptr_t raw, base, u;
+	struct segment *seg;
+
+	segmap_init();
+	map = atomic_load_explicit(&alloc_segmap, memory_order_acquire);
+	if (!map)
+		return NULL;
+	idx = atomic_fetch_add_explicit(&seg_bump, 1, memory_order_relaxed);
+	if (idx >= MAX_SEGS)
+		return NULL;
+	/* Twice the size, then trim to a 4 MiB-aligned 4 MiB. */
+	raw = (uintptr_t)os_map(2 * SEG_SIZE);
+	if (!raw)
+		return NULL;
+	base = (raw + SEG_MASK) & ~SEG_MASK;
+	if (base > raw)
+		os_unmap((void *)raw, base - raw);
+	os_unmap((void *)(base + SEG_SIZE), raw + SEG_SIZE - base);
+	u = base >> SEG_SHIFT;
+	if (u >= SEG_UNITS) {
+		os_unmap((void *)base, SEG_SIZE);
+		return NULL;
+	}
+	seg = (struct segment *)base;
+	seg->magic = SEG_MAGIC ^ base;
+	seg->idx = idx;
+	seg->pages[0].heap = OWNER_HEADER;
+	for (i = 1; i < PAGES_PER_SEG; i++) {
+		struct page *pg = &seg->pages[i];
+
+		pg->id = idx * PAGES_PER_SEG + i;
+		pg->heap = OWNER_POOL;
+		atomic_store_explicit(&pg->clean, 1, memory_order_relaxed);
+		if (i >= 2 && i + 1 < PAGES_PER_SEG)
+			atomic_store_explicit(&pg->pool_next, pg->id + 2, memory_order_relaxed);
+	}
+	/* release: a thread that finds the page or the segment bit sees the
+	 * initialised header. */
+	atomic_store_explicit(&segtab[idx], seg, memory_order_release);
+	atomic_fetch_or_explicit(&map[u / 64], 1ull << (u % 64), memory_order_release);
+	count_shared(&alloc_gstats.segments, 1);
+	count_shared(&alloc_gstats.pool_clean, PAGES_PER_SEG - 2);
+	stack_push(&pool_clean_head, &seg->pages[2], &seg->pages[PAGES_PER_SEG - 1]);
+	return &seg->pages[1];
+}
+
+struct page *pool_get(void)
+{
+	struct page *pg;
+	int round;
+
+	for (round = 0; round < 2; round++) {
+		pg = stack_pop(&pool_dirty_head);
+		if (pg) {
+			atomic_fetch_sub_explicit(&alloc_gstats.pool_dirty, 1, memory_order_relaxed);
+			return pg;
+		}
+		pg = stack_pop(&pool_clean_head);
+		if (pg) {
+			atomic_fetch_sub_explicit(&alloc_gstats.pool_clean, 1, memory_order_relaxed);
+			return pg;
+		}
+		/* Before mapping more: pages that other threads freed into
+		 * heaps of exited threads. */
+		if (round == 0 && heap_reap_abandoned(REAP_PER_REFILL) == 0 &&
+		    !atomic_load_explicit(&pool_dirty_head, memory_order_relaxed) &&
+		    !atomic_load_explicit(&pool_clean_head, memory_order_relaxed))
+			break;
+	}
+	return segment_new();
+}
+
+static void page_decommit(struct page *pg)
+{
+	int e = errno;
+
+	madvise(page_start(pg), PAGE_SIZE, MADV_DONTNEED);
+	errno = e;
+	count_shared(&alloc_gstats.madvise_calls, 1);
+}
+
+void pool_put(struct page *pg)
+{
+	if (atomic_load_explicit(&alloc_gstats.pool_dirty, memory_order_relaxed) >= POOL_DIRTY_MAX) {
+		page_decommit(pg);
+		atomic_store_explicit(&pg->clean, 1, memory_order_relaxed);
+		count_shared(&alloc_gstats.pool_clean, 1);
+		stack_push(&pool_clean_head, pg, pg);
+		return;
+	}
+	atomic_store_explicit(&pg->clean, 0, memory_order_relaxed);
+	count_shared(&alloc_gstats.pool_dirty, 1);
+	stack_push(&pool_dirty_head, pg, pg);
+}
+
+size_t pool_trim(void)
+{
+	uint64_t max = atomic_load_explicit(&alloc_gstats.pool_dirty, memory_order_relaxed) + 16;
+	size_t n = 0;
+	struct page *pg;
+
+	/* One page at a time: each is ours while we madvise it. */
+	while (max-- > 0 && (pg = stack_pop(&pool_dirty_head)) != NULL) {
+		atomic_fetch_sub_explicit(&alloc_gstats.pool_dirty, 1, memory_order_relaxed);
+		page_decommit(pg);
+		atomic_store_explicit(&pg->clean, 1, memory_order_relaxed);
+		count_shared(&alloc_gstats.pool_clean, 1);
+		stack_push(&pool_clean_head, pg, pg);
+		n += PAGE_SIZE;
+	}
+	return n;
+}
+
+void page_init(struct page *pg, struct heap *owner, unsigned c)
+{
+	uint32_t bs = alloc_class_size[c];
+
+	pg->heap = owner;
+	pg->cls = (uint8_t)c;
+	pg->bsize = bs;
+	pg->recip = (uint32_t)(((1ull << 32) + bs - 1) / bs);
+	pg->capacity = (uint32_t)(PAGE_SIZE / bs);
+	__atomic_store_n(&pg->bump, 0, __ATOMIC_RELAXED);
+	pg->used = 0;
+	pg->free = NULL;
+	pg->in_partial = 0;
+	pg->next = pg->prev = NULL;
+	atomic_fetch_add_explicit(&alloc_gstats.pages_active, 1, memory_order_relaxed);
+}

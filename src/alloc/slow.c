@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Slow paths of a heap's size classes: carving fresh objects, collecting
+ * remote frees, switching pages, the partial-page lists, draining the
+ * deferred list, giving back empty pages. Every function here runs with
+ * exclusive use of the class it changes: its busy flag is held by the
+ * caller or taken here, or the whole heap is claimed (exiting owner,
+ * reaper).
+ */
+#include "alloc/alloc_internal.h"
+
+#define CARVE_BYTES 4096u /* fresh objects linked per refill: one OS page */
+
+/* Link up to CARVE_BYTES of never-used objects of pg onto its (empty) free
+ * list, in address order. */
+static ALLOC_FN void page_carve(struct page *pg)
+{
+	uint32_t bump = pg->bump, bs = pg->bsize;
+	uint32_t n = CARVE_BYTES / bs;
+	char *first = page_start(pg) + (size_t)bump * bs;
+	struct block *head = pg->free;
+	uint32_t i;
+
+	if (n == 0)
+		n = 1;
+	if (n > pg->capacity - bump)
+		n = pg->capacity - bump;
+	san_carve(first, (size_t)n * bs);
+	for (i = n; i-- > 0;) {
+		struct block *b = (struct block *)(first + (size_t)i * bs);
+
+		b->next = head;
+		if (bs >= 16)
+			b->canary = block_canary(b);
+		head = b;
+	}
+	pg->free = head;
+	/* Read by other threads checking a pointer they free (monotonic). */
+	__atomic_store_n(&pg->bump, bump + n, __ATOMIC_RELAXED);
+}
+
+/* Prepend the remote list in word x (pointer and count) to pg's free list. */
+static ALLOC_FN void page_take_chain(struct page *pg, uintptr_t x)
+{
+	struct block *list = (struct block *)(x & XFREE_PTR_MASK), *tail;
+
+	pg->used -= (uint32_t)(x >> XFREE_CNT_SHIFT);
+	if (pg->free) {
+		for (tail = list; tail->next; tail = tail->next)
+			;
+		tail->next = pg->free;
+	}
+	pg->free = list;
+}
+
+/* Take pg's remote frees, leaving its NOTIFIED bit as it is (the page may
+ * be queued on the notify list; that entry is handled later). */
+static ALLOC_FN bool page_collect(struct page *pg)
+{
+	uintptr_t x = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
+
+	do {
+		if (!(x & XFREE_PTR_MASK))
+			return false;
+		/* acquire: pairs with the release CAS of the remote frees, so
+		 * the links and canaries they wrote are visible. */
+	} while (!atomic_compare_exchange_weak_explicit(&pg->xfree, &x, x & XFREE_NOTIFIED,
+							memory_order_acquire,
+							memory_order_relaxed));
+	page_take_chain(pg, x);
+	return true;
+}
+
+static ALLOC_FN void partial_unlink(struct hclass *hc, struct page *pg)
+{
+	if (pg->prev)
+		pg->prev->next = pg->next;
+	else
+		hc->partial = pg->next;
+	if (pg->next)
+		pg->next->prev = pg->prev;
+	pg->next = pg->prev = NULL;
+	pg->in_partial = 0;
+}
+
+static ALLOC_FN void partial_push(struct hclass *hc, struct page *pg)
+{
+	pg->prev = NULL;
+	pg->next = hc->partial;
+	if (hc->partial)
+		hc->partial->prev = pg;
+	hc->partial = pg;
+	pg->in_partial = 1;
+}
+
+/* pg (not the current page) got free objects: it becomes a partial page,
+ * or, if nothing of it is in use and no remote free is pending, empty. */
+ALLOC_FN void free_local_slow(struct heap *h, struct hclass *hc, struct page *pg)
+{
+	/* relaxed: with used == 0 no object of pg is live, so no legitimate
+	 * remote free can start after this load; a NOTIFIED bit still set
+	 * means the page is queued and will be handled when dequeued. */
+	if (pg->used == 0 && atomic_load_explicit(&pg->xfree, memory_order_relaxed) == 0) {
+		if (pg->in_partial)
+			partial_unlink(hc, pg);
+		page_retire(h, pg);
+		return;
+	}
+	if (!pg->in_partial && pg->free)
+		partial_push(hc, pg);
+}
+
+/* pg came off the notify list: take its remote frees and clear NOTIFIED. */
+static ALLOC_FN void page_absorb_remote(struct heap *h, struct hclass *hc, struct page *pg)
+{
+	/* acquire: sees the remote frees' links and canaries. release: keeps
+	 * our earlier read of pg->notify_next before this exchange; once the
+	 * NOTIFIED bit is clear a remote free may queue pg again and rewrite
+	 * that link. */
+	uintptr_t x = atomic_exchange_explicit(&pg->xfree, 0, memory_order_acq_rel);
+
+	if (x & XFREE_PTR_MASK)
+		page_take_chain(pg, x);
+	if (pg != hc->page)
+		free_local_slow(h, hc, pg);
+}
+
+static ALLOC_FN void page_list_push(_Atomic(struct page *) *head, struct page *first,
+				    struct page *last)
+{
+	struct page *old = atomic_load_explicit(head, memory_order_relaxed);
+
+	do {
+		atomic_store_explicit(&last->notify_next, old, memory_order_relaxed);
+		/* release: the links are visible to the acquire exchange. */
+	} while (!atomic_compare_exchange_weak_explicit(head, &old, first, memory_order_release,
+							memory_order_relaxed));
+}
+
+ALLOC_FN void heap_process_notify(struct heap *h, unsigned held_cls)
+{
+	/* acquire: pairs with the release CAS in notify_push (links). */
+	struct page *list = atomic_exchange_explicit(&h->notify, NULL, memory_order_acquire);
+	struct page *keep = NULL, *keep_tail = NULL;
+
+	while (list) {
+		struct page *pg = list;
+		unsigned c = pg->cls;
+		struct hclass *hc = &h->cls[c];
+		bool mine = c == held_cls;
+
+		list = atomic_load_explicit(&pg->notify_next, memory_order_relaxed);
+		if (!mine && busy_get(&hc->busy)) {
+			/* The interrupted code is using this class: queue the
+			 * page again (its NOTIFIED bit stays set, so nobody
+			 * else touches its link). */
+			atomic_store_explicit(&pg->notify_next, keep, memory_order_relaxed);
+			if (!keep)
+				keep_tail = pg;
+			keep = pg;
+			continue;
+		}
+		if (!mine)
+			busy_set(&hc->busy);
+		page_absorb_remote(h, hc, pg);
+		if (!mine)
+			busy_clear(&hc->busy);
+	}
+	if (keep)
+		page_list_push(&h->notify, keep, keep_tail);
+}
+
+/* Free b into its page of heap h (already checked and marked free). */
+static ALLOC_FN void free_into_page(struct heap *h, struct hclass *hc, struct page *pg,
+				    struct block *b)
+{
+	struct block *old = pg->free;
+
+	b->next = old;
+	pg->free = b;
+	pg->used--;
+	count_owner(&hc->nfree, 1);
+	if (pg != hc->page && (!old || !pg->used))
+		free_local_slow(h, hc, pg);
+}
+
+ALLOC_FN void heap_drain_deferred(struct heap *h, unsigned held_cls)
+{
+	/* acquire: pairs with the release CAS in free_deferred. */
+	struct block *list = atomic_exchange_explicit(&h->deferred, NULL, memory_order_acquire);
+	struct block *keep = NULL, *keep_tail = NULL;
+
+	while (list) {
+		struct block *b = list;
+		struct page *pg = page_of((uintptr_t)b);
+		unsigned c = pg->cls;
+		struct hclass *hc = &h->cls[c];
+		bool mine = c == held_cls;
+
+		list = b->next;
+		if (!mine && busy_get(&hc->busy)) {
+			b->next = keep;
+			if (!keep)
+				keep_tail = b;
+			keep = b;
+			continue;
+		}
+		if (!mine)
+			busy_set(&hc->busy);
+		free_into_page(h, hc, pg, b);
+		if (!mine)
+			busy_clear(&hc->busy);
+	}
+	if (keep) {
+		struct block *old = atomic_load_explicit(&h->deferred, memory_order_relaxed);
+
+		do {
+			keep_tail->next = old;
+			/* release: as in free_deferred. */
+		} while (!atomic_compare_exchange_weak_explicit(&h->deferred, &old, keep,
+								memory_order_release,
+								memory_order_relaxed));
+	}
+}
+
+/* A page for class c: the heap's cache of empty pages, else the pool. */
+static ALLOC_FN struct page *heap_page_get(struct heap *h, unsigned c)
+{
+	struct page *pg = NULL;
+
+	if (!busy_get(&h->hbusy)) {
+		busy_set(&h->hbusy);
+		ALLOC_TEST_HOOK(HOOK_CACHE, c);
+		if (h->ncache) {
+			pg = h->cache[h->ncache - 1];
+			__atomic_store_n(&h->ncache, h->ncache - 1, __ATOMIC_RELAXED);
+		}
+		busy_clear(&h->hbusy);
+	}
+	if (!pg)
+		pg = pool_get();
+	if (pg)
+		page_init(pg, h, c);
+	return pg;
+}
+
+ALLOC_FN struct block *class_alloc_slow(struct heap *h, struct hclass *hc, unsigned c)
+{
+	struct page *pg = hc->page;
+	struct block *b;
+
+	ALLOC_TEST_HOOK(HOOK_SLOW, c);
+	if (atomic_load_explicit(&h->deferred, memory_order_relaxed))
+		heap_drain_deferred(h, c);
+	if (!pg->free && pg != &alloc_empty_page && !page_collect(pg) && pg->bump < pg->capacity)
+		page_carve(pg);
+	if (!pg->free && atomic_load_explicit(&h->notify, memory_order_relaxed))
+		heap_process_notify(h, c);
+	if (!pg->free) {
+		/* pg is full: it leaves the lists until a free into it (local,
+		 * or remote through the notify list) makes it partial again. */
+		pg = hc->partial;
+		if (pg) {
+			partial_unlink(hc, pg);
+		} else {
+			pg = heap_page_get(h, c);
+			if (!pg)
+				return NULL;
+			page_carve(pg);
+		}
+		hc->page = pg;
+	}
+	b = pg->free;
+#if RQSPIN_ALLOC_DEBUG
+	if (c != 0 && b->canary != block_canary(b))
+		alloc_corrupt("free object was modified (use after free?)", b);
+#endif
+	pg->free = b->next;
+	pg->used++;
+	return b;
+}
+
+ALLOC_FN void page_retire(struct heap *h, struct page *pg)
+{
+	pg->free = NULL;
+	pg->used = 0;
+	pg->in_partial = 0;
+	pg->next = pg->prev = NULL;
+	pg->heap = OWNER_POOL;
+	atomic_fetch_sub_explicit(&alloc_gstats.pages_active, 1, memory_order_relaxed);
+	if (heap_is_real(h) && !busy_get(&h->hbusy) && h->ncache < HEAP_CACHE) {
+		busy_set(&h->hbusy);
+		ALLOC_TEST_HOOK(HOOK_CACHE, pg->cls);
+		h->cache[h->ncache] = pg;
+		__atomic_store_n(&h->ncache, h->ncache + 1, __ATOMIC_RELAXED);
+		busy_clear(&h->hbusy);
+		return;
+	}
+	pool_put(pg);
+}
+
+ALLOC_FN size_t heap_collect_all(struct heap *h, bool release_current)
+{
+	size_t before = atomic_load_explicit(&alloc_gstats.madvise_calls, memory_order_relaxed);
+	unsigned c;
+
+	heap_drain_deferred(h, NO_CLASS);
+	heap_process_notify(h, NO_CLASS);
+	for (c = 0; c < NCLASSES; c++) {
+		struct hclass *hc = &h->cls[c];
+		struct page *pg = hc->page;
+
+		if (pg == &alloc_empty_page || busy_get(&hc->busy))
+			continue;
+		busy_set(&hc->busy);
+		page_collect(pg);
+		if (release_current && pg->used == 0 &&
+		    atomic_load_explicit(&pg->xfree, memory_order_relaxed) == 0) {
+			hc->page = &alloc_empty_page;
+			page_retire(h, pg);
+		}
+		busy_clear(&hc->busy);
+	}
+	heap_flush_cache(h);
+	return (atomic_load_explicit(&alloc_gstats.madvise_calls, memory_order_relaxed) - before) *
+	       PAGE_SIZE;
+}

@@ -1,0 +1,57 @@
+# Allocator tests (issue 5). Included by tests/CMakeLists.txt, which defines
+# rqspin_add_test(). Every test is bounded by iteration counts and scales
+# them down under ThreadSanitizer (TU_ITERS in test_util.h).
+
+# A debug flavour of the allocator alone: internal checks on (abort on bad
+# pointers, canary checks on reuse) whatever the build type, plus test
+# hooks that let a test raise a signal at chosen points inside it.
+list(TRANSFORM RQSPIN_ALLOC_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/
+  OUTPUT_VARIABLE rqspin_alloc_debug_sources)
+add_library(rqspin_alloc_debug STATIC ${rqspin_alloc_debug_sources})
+rqspin_config(rqspin_alloc_debug RQSPIN_ALLOC_DEBUG=1 RQSPIN_ALLOC_TEST_HOOKS=1)
+target_link_libraries(rqspin_alloc_debug PUBLIC Threads::Threads)
+
+# The public header must be strict C11 (a build failure, not a test run).
+add_library(alloc_header_c11 OBJECT alloc_header_c11.c)
+target_include_directories(alloc_header_c11 PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(alloc_header_c11 PRIVATE -std=c11 -Wpedantic -Werror)
+
+rqspin_add_test(NAME alloc_basic SOURCES alloc_basic.c
+  TIMEOUT 300 LABELS alloc unit)
+rqspin_add_test(NAME alloc_basic_debug SOURCES alloc_basic.c LIBS rqspin_alloc_debug
+  TIMEOUT 300 LABELS alloc unit)
+
+# Deterministic nesting through the debug flavour's test hooks.
+rqspin_add_test(NAME alloc_nested SOURCES alloc_nested.c LIBS rqspin_alloc_debug
+  TIMEOUT 120 LABELS alloc signal)
+
+# Timer signals at random points, objects crossing contexts and threads.
+rqspin_add_test(NAME alloc_signal SOURCES alloc_signal.c
+  TIMEOUT 300 LABELS alloc signal stress)
+rqspin_add_test(NAME alloc_signal_debug SOURCES alloc_signal.c LIBS rqspin_alloc_debug
+  TIMEOUT 300 LABELS alloc signal stress)
+
+# Thread churn, remote frees into exited threads' heaps, adoption, bounded
+# memory across identical phases; producer/consumer.
+rqspin_add_test(NAME alloc_threads SOURCES alloc_threads.c
+  TIMEOUT 300 LABELS alloc stress)
+
+# Bad pointers: the debug flavour aborts (children via fork), the library
+# as built (release unless NDEBUG is off) ignores and counts. fork() is not
+# used with threads in the parent, but a child starts one, which TSan does
+# not support after fork.
+rqspin_add_test(NAME alloc_badptr SOURCES alloc_badptr.c LIBS rqspin_alloc_debug
+  TIMEOUT 120 LABELS alloc unit NO_TSAN)
+if(TARGET alloc_badptr)
+  target_compile_definitions(alloc_badptr PRIVATE ALLOC_TEST_DEBUG_LIB=1)
+endif()
+rqspin_add_test(NAME alloc_badptr_release SOURCES alloc_badptr.c
+  TIMEOUT 120 LABELS alloc unit NO_TSAN)
+
+# ASan builds: use after free of our objects is reported.
+if(RQSPIN_SANITIZE STREQUAL "address")
+  rqspin_add_test(NAME alloc_asan SOURCES alloc_asan.c TIMEOUT 120 LABELS alloc asan)
+endif()
+
+# fork() while another thread owns a heap (TSan: no fork with threads).
+rqspin_add_test(NAME alloc_fork SOURCES alloc_fork.c TIMEOUT 120 LABELS alloc unit NO_TSAN)
