@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Object-local storage internals.
+ *
+ * Objects (all reclaimed after an RCU grace period, liburcu memb flavour):
+ *
+ *   owner ──► st_local (one per owner, 64 B)        map ──► buckets[] (rqspinlock + list)
+ *               lock (rqspinlock)                              │
+ *               tab ──► open-addressing index of elements      ▼
+ *                       by map id (inline: 2 slots;       st_elem ◄──► st_elem ...
+ *                       grown: a separate st_xtab)        (bnext: the bucket's list)
+ *
+ * A lookup is lock-free: owner->storage_ → local->tab → slot[map->id & mask]
+ * (linear probing) → elem, a hit when elem->map == map; the owner's first
+ * small element lives in the storage's block and is checked first. The index is the
+ * kernel's 16-slot cache generalised: a map's id is the lowest free id
+ * (the kernel gives a new map the least-used of 16 cache slots), so an
+ * owner's first maps land in distinct slots, but the index holds every
+ * element (no miss path, no list walk) and grows past 16 maps.
+ *
+ * Locks: local->lock protects the owner's index; bucket->lock the bucket's
+ * list; elem->lock only the value bytes (a leaf: nothing is taken under
+ * it). Order: local, then bucket (the kernel's). map_destroy never nests.
+ *
+ * An element is linked on two sides: the map side (its bucket list) and the
+ * storage side (its owner's index). Each side is unlinked under its own
+ * lock and sets its bit in elem->state with an atomic OR; the side whose OR
+ * finds the other bit already set is the second and frees the element.
+ */
+#ifndef RQSPIN_STORAGE_INTERNAL_H
+#define RQSPIN_STORAGE_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <urcu/urcu-memb.h>
+#include <urcu/call-rcu.h>
+/* The read-side fast paths are liburcu's small inline functions (written to
+ * the LGPL's ten-line rule so that non-LGPL code may inline them). */
+#include <urcu/static/urcu-memb.h>
+
+#include <rqspin/alloc.h>
+#include <rqspin/storage.h>
+
+#define ST_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ST_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define ST_HIDDEN __attribute__((visibility("hidden")))
+
+struct st_elem;
+struct st_local;
+
+/* ---- elements ------------------------------------------------------------ */
+
+/* elem->state bits. */
+#define ST_MAP_UNLINKED 0x1u     /* gone from the bucket list (set under bucket lock) */
+#define ST_STORAGE_UNLINKED 0x2u /* gone from the owner index (set under local lock) */
+#define ST_BOTH_UNLINKED (ST_MAP_UNLINKED | ST_STORAGE_UNLINKED)
+#define ST_FROM_MALLOC 0x4u      /* allocated by malloc(), not rqspin_malloc_nolock */
+#define ST_EMBEDDED 0x8u         /* lives in its storage's block (see ST_EMB_LIVE) */
+
+struct st_elem {
+	struct st_elem *_Atomic bnext;  /* bucket list; kept on unlink (RCU walkers) */
+	struct st_elem *_Atomic *bpprev;/* under the bucket lock */
+	struct st_local *local;         /* set before publication, then immutable */
+	struct rcu_head rcu;
+	_Atomic uint32_t state;
+	rqspinlock_t lock;              /* the value's lock (update/lookup_copy) */
+	/* The key. Cleared when the map side is unlinked, so that an element left
+	 * in an index by map_destroy can never match a new map at that address. */
+	struct rqspin_storage_map *_Atomic map;
+	uint64_t data[];                /* the value, 8-byte aligned */
+};
+
+#define ST_ELEM_HDR offsetof(struct st_elem, data)
+
+static inline struct st_elem *st_elem_of(void *value)
+{
+	return (struct st_elem *)((char *)value - ST_ELEM_HDR);
+}
+
+/* ---- per-owner index --------------------------------------------------------- */
+
+/* Marks a removed entry; probes continue past it. */
+#define ST_TOMB ((struct st_elem *)1)
+#define ST_INLINE_SLOTS 2u
+
+struct st_tab {
+	uint32_t mask;  /* capacity - 1; immutable once published */
+	uint16_t used;  /* non-empty slots, tombstones included (local lock) */
+	uint16_t live;  /* elements (local lock) */
+	struct st_elem *_Atomic slot[];
+};
+
+/* A grown index, allocated on its own and freed after a grace period. */
+struct st_xtab {
+	struct rcu_head rcu;
+	struct st_tab t;
+};
+
+/* Largest capacity: keeps used/live in 16 bits (see tab_limit). */
+#define ST_TAB_MAX_CAP 65536u
+
+/* ---- per-owner storage --------------------------------------------------- */
+
+/* local->flags bits. */
+#define ST_GONE 0x1u    /* rqspin_storage_owner_destroy() has started */
+#define ST_CLEANED 0x2u /* its elements are unlinked; local is being freed */
+/* The storage's block also holds its first element (allocated with it, so
+ * that a lookup finds the storage and the value in adjacent cache lines),
+ * and that element is not freed yet. The block is freed by whichever comes
+ * second: ST_CLEANED being set, or this bit being cleared (both atomic
+ * RMWs on flags). Once freed, the embedded space is not reused. */
+#define ST_EMB_LIVE 0x4u
+/* Largest element embedded in a storage block. */
+#define ST_EMBED_MAX 256u
+/* Low bit of owner->storage_: the block holds an embedded element, right
+ * after the storage. A lookup checks that element first, so that the
+ * common hit reads the owner's line and the element's line only (the
+ * element's map is set once it is linked, and cleared when it goes). */
+#define ST_OWNER_EMB ((uintptr_t)1)
+
+struct st_local {
+	rqspinlock_t lock;
+	_Atomic uint32_t flags;
+	struct rqspin_storage_owner *_Atomic owner; /* for iterators; NULL once gone */
+	struct st_tab *_Atomic tab;                 /* &itab or a st_xtab's table */
+	struct rcu_head rcu;
+	struct st_tab itab;                         /* + ST_INLINE_SLOTS slots */
+};
+
+#define ST_LOCAL_SIZE (sizeof(struct st_local) + ST_INLINE_SLOTS * sizeof(struct st_elem *))
+_Static_assert(ST_LOCAL_SIZE == 64, "a storage is one cache line");
+_Static_assert(offsetof(struct st_elem, data) == 56, "element header");
+
+/* ---- maps -------------------------------------------------------------- */
+
+struct st_bucket {
+	rqspinlock_t lock;
+	struct st_elem *_Atomic head;
+} __attribute__((aligned(64)));
+
+struct rqspin_storage_map {
+	uint32_t id;          /* home slot in owner indexes; lowest free id */
+	uint32_t value_size;
+	uint32_t elem_size;
+	uint32_t flags;
+	uint32_t bucket_mask;
+	struct st_bucket *buckets;
+};
+
+static inline struct st_bucket *st_bucket_of(const struct rqspin_storage_map *m,
+					     const struct st_local *l)
+{
+	/* Fibonacci hashing of the storage address (the kernel picks the
+	 * bucket by local storage since 2026, too). */
+	uint64_t h = ((uint64_t)(uintptr_t)l >> 6) * 0x9e3779b97f4a7c15ull;
+
+	return &m->buckets[(uint32_t)(h >> 32) & m->bucket_mask];
+}
+
+/* ---- RCU glue (rcu.c) ---------------------------------------------------- */
+
+/* Register the calling thread with liburcu memb (any context). */
+ST_HIDDEN void st_register_slow(void);
+/* Start liburcu's call_rcu worker (normal context only). */
+ST_HIDDEN int st_setup(void);
+/* Abort with a message when a blocking call is made in a read section. */
+ST_HIDDEN void st_assert_not_reading(const char *what);
+
+#if defined(__SANITIZE_THREAD__)
+#define ST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ST_TSAN 1
+#endif
+#endif
+
+#ifdef ST_TSAN
+/* liburcu is not instrumented: tell ThreadSanitizer that a read section's
+ * end happens before the callbacks of the grace periods that waited for it. */
+extern char st_tsan_gp;
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define ST_TSAN_RELEASE_GP() __tsan_release(&st_tsan_gp)
+#define ST_TSAN_ACQUIRE_GP() __tsan_acquire(&st_tsan_gp)
+#else
+#define ST_TSAN_RELEASE_GP() ((void)0)
+#define ST_TSAN_ACQUIRE_GP() ((void)0)
+#endif
+
+/* liburcu-memb's reader record, accessed initial-exec: the library is a
+ * load-time dependency of ours, so its TLS is in the static block (no
+ * __tls_get_addr call, which also could allocate on first touch). */
+extern __thread struct urcu_reader urcu_memb_reader __attribute__((tls_model("initial-exec")));
+
+/* Under ThreadSanitizer, call liburcu's (uninstrumented) functions: its
+ * inline code relies on plain accesses that TSan would report. */
+#ifdef ST_TSAN
+#define ST_RCU_READ_LOCK urcu_memb_read_lock
+#define ST_RCU_READ_UNLOCK urcu_memb_read_unlock
+#else
+#define ST_RCU_READ_LOCK _urcu_memb_read_lock
+#define ST_RCU_READ_UNLOCK _urcu_memb_read_unlock
+#endif
+
+static inline void st_read_lock(void)
+{
+	if (ST_UNLIKELY(!URCU_TLS(urcu_memb_reader).registered))
+		st_register_slow();
+	ST_RCU_READ_LOCK();
+}
+
+static inline void st_read_unlock(void)
+{
+	ST_TSAN_RELEASE_GP();
+	ST_RCU_READ_UNLOCK();
+}
+
+/* Free after a grace period (call_rcu on the pre-started worker: lock-free
+ * and async-signal-safe; the caller is registered and in a read section). */
+ST_HIDDEN void st_free_elem_rcu(struct st_elem *e);
+ST_HIDDEN void st_free_local_rcu(struct st_local *l);
+ST_HIDDEN void st_free_xtab_rcu(struct st_xtab *x);
+/* Free an element that was never published (never an embedded one). */
+ST_HIDDEN void st_free_elem_now(struct st_elem *e);
+/* The embedded element of l is unlinked on both sides. */
+ST_HIDDEN void st_release_embedded(struct st_local *l);
+
+/* ---- index (table.c), all under the local lock except st_tab_find --------- */
+
+static inline struct st_elem *st_tab_find(const struct st_tab *t,
+					  const struct rqspin_storage_map *m)
+{
+	uint32_t mask = t->mask;
+	uint32_t i = m->id & mask;
+
+	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
+		/* acquire: pairs with the release store that published the
+		 * element (st_tab_insert), so its header and value are seen
+		 * initialised. */
+		struct st_elem *e = atomic_load_explicit(&t->slot[i], memory_order_acquire);
+
+		if (!e)
+			return NULL;
+		/* relaxed: map was written before the element's publication
+		 * (covered by the acquire above); later it only becomes NULL. */
+		if (e != ST_TOMB && atomic_load_explicit(&e->map, memory_order_relaxed) == m)
+			return e;
+	}
+	return NULL;
+}
+
+static inline struct st_local *st_local_of(uintptr_t word)
+{
+	return (struct st_local *)(word & ~ST_OWNER_EMB);
+}
+
+static inline struct st_elem *st_embedded_of(uintptr_t word)
+{
+	return (struct st_elem *)((word & ~ST_OWNER_EMB) + ST_LOCAL_SIZE);
+}
+
+static inline struct st_tab *st_local_tab(struct st_local *l)
+{
+	/* acquire: pairs with the release store that installed a rebuilt
+	 * table (st_tab_reserve), whose slots were filled before. */
+	return atomic_load_explicit(&l->tab, memory_order_acquire);
+}
+
+/* Make room for one more element: 0 or -ENOMEM. */
+ST_HIDDEN int st_tab_reserve(struct st_local *l);
+ST_HIDDEN void st_tab_insert(struct st_local *l, struct st_elem *e);
+/* Replace e's slot with a tombstone; shrink to the inline table when the
+ * owner has no element left. hint: the map e belonged to, or NULL. */
+ST_HIDDEN void st_tab_remove(struct st_local *l, struct st_elem *e,
+			     const struct rqspin_storage_map *hint);
+
+/* ---- storage side / map side (unlink.c) ----------------------------------- */
+
+/* Link e (local set) into m's bucket. Caller holds the local lock.
+ * 0, or the bucket lock's error. */
+ST_HIDDEN int st_link_map(struct st_elem *e, struct rqspin_storage_map *m);
+/* Unlink e from its bucket; caller holds the bucket lock. Returns the state
+ * before ST_MAP_UNLINKED was set. */
+ST_HIDDEN uint32_t st_unlink_map_locked(struct rqspin_storage_map *m, struct st_elem *e);
+/* Unlock a storage; if its owner was destroyed meanwhile, finish that. */
+ST_HIDDEN void st_local_unlock(struct st_local *l);
+/* Clean up a gone storage unless already done; frees it. Takes the lock;
+ * when that fails, its holder will do it in st_local_unlock. */
+ST_HIDDEN void st_local_finish_gone(struct st_local *l);
+
+static inline bool st_lock_ok(int ret)
+{
+	/* -EOWNERDEAD: acquired, the previous holder thread exited holding
+	 * it. Our critical sections are short and never call out, so this
+	 * only happens if a thread was killed inside one; carry on. */
+	return ret == 0 || ret == -EOWNERDEAD;
+}
+
+#endif /* RQSPIN_STORAGE_INTERNAL_H */

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Maps: creation (id and buckets), no-fail destruction, iteration.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "storage/internal.h"
+
+/* Map ids: the lowest free one, so that the first maps of an owner land in
+ * distinct index slots (the kernel's least-used cache slot, generalised). */
+static pthread_mutex_t ids_mutex = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t ids[RQSPIN_STORAGE_MAX_MAPS / 64];
+
+static int id_alloc(void)
+{
+	int id = -1;
+
+	pthread_mutex_lock(&ids_mutex);
+	for (unsigned w = 0; w < RQSPIN_STORAGE_MAX_MAPS / 64; w++) {
+		if (ids[w] != ~0ull) {
+			unsigned bit = (unsigned)__builtin_ctzll(~ids[w]);
+
+			ids[w] |= 1ull << bit;
+			id = (int)(w * 64 + bit);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ids_mutex);
+	return id;
+}
+
+static void id_free(uint32_t id)
+{
+	pthread_mutex_lock(&ids_mutex);
+	ids[id / 64] &= ~(1ull << (id % 64));
+	pthread_mutex_unlock(&ids_mutex);
+}
+
+/* Buckets only spread lock contention (lists are unlinked in O(1)): a few
+ * per CPU, each on its own cache line. */
+static uint32_t bucket_count(void)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t n = 16;
+
+	while (n < 1024 && (long)n < 4 * cpus)
+		n <<= 1;
+	return n;
+}
+
+RQSPIN_API struct rqspin_storage_map *rqspin_storage_map_create(size_t value_size,
+								 unsigned flags)
+{
+	struct rqspin_storage_map *m;
+	uint32_t nb = bucket_count();
+	int id;
+
+	if (value_size == 0 || value_size > RQSPIN_STORAGE_MAX_VALUE_SIZE ||
+	    (flags & ~RQSPIN_STORAGE_MAP_F_MALLOC)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (st_setup()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rqspin_storage_thread_init();
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	m->buckets = aligned_alloc(64, nb * sizeof(struct st_bucket));
+	if (!m->buckets) {
+		free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(m->buckets, 0, nb * sizeof(struct st_bucket));
+	id = id_alloc();
+	if (id < 0) {
+		free(m->buckets);
+		free(m);
+		errno = ENOSPC;
+		return NULL;
+	}
+	m->id = (uint32_t)id;
+	m->value_size = (uint32_t)value_size;
+	m->elem_size = (uint32_t)((ST_ELEM_HDR + value_size + 7) & ~(size_t)7);
+	m->flags = flags;
+	m->bucket_mask = nb - 1;
+	return m;
+}
+
+RQSPIN_API size_t rqspin_storage_map_value_size(const struct rqspin_storage_map *map)
+{
+	return map ? map->value_size : 0;
+}
+
+/* Normal context, holding nothing: a failure can only be a timeout (a busy
+ * or descheduled holder), so waiting is correct. */
+static void lock_retry(rqspinlock_t *lock)
+{
+	while (!st_lock_ok(rqspin_lock(lock)))
+		sched_yield();
+}
+
+/* The storage side of e, whose map side we just unlinked. In a read
+ * section: l and e stay allocated even if the owner's cleanup frees them. */
+static void unlink_storage_side(struct rqspin_storage_map *m, struct st_elem *e,
+				struct st_local *l)
+{
+	int ret;
+	uint32_t state;
+
+	while ((ret = rqspin_lock(&l->lock)) == -ETIMEDOUT)
+		sched_yield();
+	if (!st_lock_ok(ret))
+		return; /* cannot happen here; the owner's cleanup reaps e */
+	/* relaxed: ST_STORAGE_UNLINKED is only set under this lock. */
+	if (!(atomic_load_explicit(&e->state, memory_order_relaxed) & ST_STORAGE_UNLINKED)) {
+		st_tab_remove(l, e, m);
+		/* acq_rel: see st_unlink_map_locked. */
+		state = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED,
+						 memory_order_acq_rel);
+		if (state & ST_MAP_UNLINKED)
+			st_free_elem_rcu(e);
+	}
+	st_local_unlock(l);
+}
+
+RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map)
+{
+	if (!map)
+		return;
+	rqspin_storage_thread_init();
+	st_assert_not_reading("rqspin_storage_map_destroy inside a read-side section");
+	for (uint32_t i = 0; i <= map->bucket_mask; i++) {
+		struct st_bucket *b = &map->buckets[i];
+
+		for (;;) {
+			struct st_elem *e;
+			struct st_local *l;
+			uint32_t state;
+
+			/* The section starts before e is taken off the list,
+			 * so e and its storage outlive what follows. */
+			st_read_lock();
+			lock_retry(&b->lock);
+			e = atomic_load_explicit(&b->head, memory_order_relaxed);
+			if (!e) {
+				rqspin_unlock(&b->lock);
+				st_read_unlock();
+				break;
+			}
+			l = e->local;
+			state = st_unlink_map_locked(map, e);
+			rqspin_unlock(&b->lock);
+			if (state & ST_STORAGE_UNLINKED)
+				st_free_elem_rcu(e);
+			else
+				unlink_storage_side(map, e, l);
+			st_read_unlock();
+		}
+	}
+	/* Readers that still hold the map pointer (an owner's cleanup that
+	 * read e->map before it was cleared, an iterator) are done after a
+	 * grace period; the barrier then runs every free queued so far. */
+	urcu_memb_synchronize_rcu();
+	urcu_memb_barrier();
+	ST_TSAN_ACQUIRE_GP();
+	id_free(map->id);
+	free(map->buckets);
+	free(map);
+}
+
+RQSPIN_API int rqspin_storage_map_iter(struct rqspin_storage_map *map,
+				       rqspin_storage_iter_fn fn, void *arg)
+{
+	int ret = 0;
+
+	if (!map || !fn)
+		return -EINVAL;
+	st_read_lock();
+	for (uint32_t i = 0; i <= map->bucket_mask && !ret; i++) {
+		/* acquire (head and bnext): pair with the release in
+		 * st_link_map, so each element is seen initialised. */
+		struct st_elem *e = atomic_load_explicit(&map->buckets[i].head,
+							 memory_order_acquire);
+
+		for (; e && !ret; e = atomic_load_explicit(&e->bnext, memory_order_acquire)) {
+			struct rqspin_storage_owner *owner;
+
+			/* relaxed: a value being removed concurrently may be
+			 * reported or not; both are allowed. */
+			if (atomic_load_explicit(&e->state, memory_order_relaxed) &
+			    ST_BOTH_UNLINKED)
+				continue;
+			owner = atomic_load_explicit(&e->local->owner, memory_order_relaxed);
+			if (owner)
+				ret = fn(owner, e->data, arg);
+		}
+	}
+	st_read_unlock();
+	return ret;
+}

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * get / update / lookup_copy / delete. Every path runs inside a read-side
+ * section, which keeps the storage, its table and the elements it reaches
+ * allocated while it looks at them, locks them, or returns them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/internal.h"
+
+static inline uintptr_t owner_word(struct rqspin_storage_owner *owner)
+{
+	/* acquire: pairs with the release CAS that published the storage
+	 * (create_elem), so its lock, inline table and embedded element's
+	 * value are seen initialised. */
+	return __atomic_load_n((uintptr_t *)&owner->storage_, __ATOMIC_ACQUIRE);
+}
+
+static inline struct st_local *owner_local(struct rqspin_storage_owner *owner)
+{
+	return st_local_of(owner_word(owner));
+}
+
+static inline struct st_elem *lookup(struct rqspin_storage_map *m,
+				     struct rqspin_storage_owner *owner)
+{
+	uintptr_t w = owner_word(owner);
+
+	if (ST_LIKELY(w & ST_OWNER_EMB)) {
+		struct st_elem *e = st_embedded_of(w);
+
+		/* relaxed: the value was initialised before the storage was
+		 * published (acquired above); map is only set once e is
+		 * linked, and cleared when it is unlinked. */
+		if (atomic_load_explicit(&e->map, memory_order_relaxed) == m)
+			return e;
+	}
+	return w ? st_tab_find(st_local_tab(st_local_of(w)), m) : NULL;
+}
+
+/* Initialise an element that nobody can see yet (relaxed stores). */
+static void elem_init(struct st_elem *e, struct rqspin_storage_map *m, const void *init,
+		      uint32_t state)
+{
+	atomic_store_explicit(&e->bnext, NULL, memory_order_relaxed);
+	e->bpprev = NULL;
+	e->local = NULL;
+	atomic_store_explicit(&e->state, state, memory_order_relaxed);
+	rqspin_lock_init(&e->lock);
+	atomic_store_explicit(&e->map, m, memory_order_relaxed);
+	if (init)
+		memcpy(e->data, init, m->value_size);
+	else
+		memset(e->data, 0, m->value_size);
+}
+
+static struct st_elem *elem_alloc(struct rqspin_storage_map *m, const void *init)
+{
+	struct st_elem *e;
+
+	if (m->flags & RQSPIN_STORAGE_MAP_F_MALLOC) {
+		e = malloc(m->elem_size);
+		if (e)
+			elem_init(e, m, init, ST_FROM_MALLOC);
+	} else {
+		e = rqspin_malloc_nolock(m->elem_size, 0);
+		if (e)
+			elem_init(e, m, init, 0);
+	}
+	return e;
+}
+
+/* A new storage for owner; when m's elements are small and come from
+ * rqspin_malloc_nolock, the block also holds m's element for this owner
+ * (*emb, initialised from init). */
+static struct st_local *local_alloc(struct rqspin_storage_owner *owner,
+				    struct rqspin_storage_map *m, const void *init,
+				    struct st_elem **emb)
+{
+	bool embed = !(m->flags & RQSPIN_STORAGE_MAP_F_MALLOC) && m->elem_size <= ST_EMBED_MAX;
+	struct st_local *l = rqspin_malloc_nolock(ST_LOCAL_SIZE + (embed ? m->elem_size : 0), 0);
+
+	*emb = NULL;
+	if (!l)
+		return NULL;
+	/* Not visible to anyone yet: relaxed initialisation. */
+	rqspin_lock_init(&l->lock);
+	atomic_store_explicit(&l->flags, embed ? ST_EMB_LIVE : 0, memory_order_relaxed);
+	atomic_store_explicit(&l->owner, owner, memory_order_relaxed);
+	l->itab.mask = ST_INLINE_SLOTS - 1;
+	l->itab.used = 0;
+	l->itab.live = 0;
+	for (unsigned i = 0; i < ST_INLINE_SLOTS; i++)
+		atomic_store_explicit(&l->itab.slot[i], NULL, memory_order_relaxed);
+	atomic_store_explicit(&l->tab, &l->itab, memory_order_relaxed);
+	if (embed) {
+		*emb = (struct st_elem *)((char *)l + ST_LOCAL_SIZE);
+		elem_init(*emb, m, init, ST_EMBEDDED);
+		/* Set when linked: the lookup's first check must not find
+		 * it before (or if it never is). */
+		atomic_store_explicit(&(*emb)->map, NULL, memory_order_relaxed);
+	}
+	return l;
+}
+
+/*
+ * Create m's element for owner, or find the one created meanwhile
+ * (*existed). 0 with *out set, or an error. Caller is in a read section.
+ */
+static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner *owner,
+		       const void *init, struct st_elem **out, bool *existed)
+{
+	struct st_elem *e = NULL; /* allocated on its own, not published */
+	int ret = -ENOENT;
+
+	*existed = false;
+	/* A second round only when another thread published a storage first;
+	 * more only when the owner is destroyed and reused concurrently,
+	 * which is misuse: give up after a few. */
+	for (int round = 0; round < 4; round++) {
+		struct st_local *l = owner_local(owner);
+		struct st_elem *ne, *found;
+
+		if (!l) {
+			uintptr_t expect = 0;
+
+			l = local_alloc(owner, m, init, &ne);
+			if (!l) {
+				ret = -ENOMEM;
+				break;
+			}
+			/* Locked before publication, so nobody works on it
+			 * until the element is in (a fresh lock: fast path). */
+			ret = rqspin_lock(&l->lock);
+			if (!st_lock_ok(ret)) {
+				rqspin_free_nolock(l);
+				break;
+			}
+			/* release: publishes l's initialisation (and the
+			 * embedded element's). */
+			if (!__atomic_compare_exchange_n((uintptr_t *)&owner->storage_, &expect,
+							 (uintptr_t)l | (ne ? ST_OWNER_EMB : 0),
+							 false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+				rqspin_unlock(&l->lock);
+				rqspin_free_nolock(l); /* never published */
+				ret = -ENOENT;
+				continue;
+			}
+			if (!ne) {
+				/* Not embeddable: allocate under the fresh lock. */
+				if (!e)
+					e = elem_alloc(m, init);
+				if (!e) {
+					st_local_unlock(l);
+					ret = -ENOMEM;
+					break;
+				}
+				ne = e;
+			}
+		} else {
+			if (!e)
+				e = elem_alloc(m, init);
+			if (!e) {
+				ret = -ENOMEM;
+				break;
+			}
+			ne = e;
+			ret = rqspin_lock(&l->lock);
+			if (!st_lock_ok(ret))
+				break;
+		}
+		/* Under the storage lock from here. */
+		ret = -ENOENT; /* gone: being destroyed (misuse) */
+		found = NULL;
+		if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE)) {
+			found = st_tab_find(atomic_load_explicit(&l->tab, memory_order_relaxed), m);
+			ret = found ? 0 : st_tab_reserve(l);
+		}
+		if (ret == 0 && !found) {
+			ne->local = l;
+			/* Map side first: once ne is in the index, a delete may
+			 * unlink it from both sides. */
+			ret = st_link_map(ne, m);
+		}
+		if (ret == 0 && !found) {
+			/* relaxed: ne's value was published with the storage
+			 * (embedded) or is published by the slot's release
+			 * store below (separate). */
+			atomic_store_explicit(&ne->map, m, memory_order_relaxed);
+			st_tab_insert(l, ne);
+		} else if (ne != e) {
+			st_release_embedded(l); /* never linked; not CLEANED yet */
+		}
+		st_local_unlock(l);
+		if (ret)
+			break;
+		if (found) {
+			*out = found;
+			*existed = true;
+		} else {
+			*out = ne;
+		}
+		if (e && e != *out)
+			st_free_elem_now(e); /* never published */
+		return 0;
+	}
+	if (e)
+		st_free_elem_now(e);
+	return ret;
+}
+
+/* get's miss path, out of line so that the hit path needs no stack frame
+ * to speak of. */
+static __attribute__((noinline, cold)) void *get_slow(struct rqspin_storage_map *map,
+						    struct rqspin_storage_owner *owner,
+						    const void *init, unsigned flags, int *err)
+{
+	struct st_elem *e = NULL;
+	bool existed;
+	int ret;
+
+	if (!map || !owner || (flags & ~RQSPIN_STORAGE_F_CREATE)) {
+		ret = -EINVAL;
+	} else if (!(flags & RQSPIN_STORAGE_F_CREATE)) {
+		ret = -ENOENT;
+	} else {
+		st_read_lock();
+		ret = create_elem(map, owner, init, &e, &existed);
+		st_read_unlock();
+	}
+	if (err)
+		*err = ret;
+	return ret ? NULL : e->data;
+}
+
+RQSPIN_API void *rqspin_storage_get(struct rqspin_storage_map *map,
+				    struct rqspin_storage_owner *owner, const void *init,
+				    unsigned flags, int *err)
+{
+	struct st_elem *e;
+
+	if (ST_LIKELY(map && owner)) {
+		st_read_lock();
+		e = lookup(map, owner);
+		st_read_unlock();
+		if (ST_LIKELY(e && !(flags & ~RQSPIN_STORAGE_F_CREATE))) {
+			if (err)
+				*err = 0;
+			/* Valid past the section: see the lifetime rules in
+			 * storage.h (the caller's own section, or no deleter). */
+			return e->data;
+		}
+	}
+	return get_slow(map, owner, init, flags, err);
+}
+
+static int copy_locked(struct st_elem *e, void *dst, const void *src, size_t n)
+{
+	int ret = rqspin_lock(&e->lock);
+
+	if (!st_lock_ok(ret))
+		return ret;
+	memcpy(dst, src, n);
+	rqspin_unlock(&e->lock);
+	return 0;
+}
+
+RQSPIN_API int rqspin_storage_update(struct rqspin_storage_map *map,
+				     struct rqspin_storage_owner *owner, const void *value,
+				     unsigned flags)
+{
+	struct st_elem *e;
+	bool existed = true;
+	int ret;
+
+	if (!map || !owner || !value || flags > RQSPIN_STORAGE_EXIST)
+		return -EINVAL;
+	st_read_lock();
+	e = lookup(map, owner);
+	if (!e) {
+		if (flags == RQSPIN_STORAGE_EXIST)
+			ret = -ENOENT;
+		else
+			ret = create_elem(map, owner, value, &e, &existed);
+		if (ret || !existed)
+			goto out;
+	}
+	if (flags == RQSPIN_STORAGE_NOEXIST)
+		ret = -EEXIST;
+	else
+		ret = copy_locked(e, e->data, value, map->value_size);
+out:
+	st_read_unlock();
+	return ret;
+}
+
+RQSPIN_API int rqspin_storage_lookup_copy(struct rqspin_storage_map *map,
+					  struct rqspin_storage_owner *owner, void *out)
+{
+	struct st_elem *e;
+	int ret = -ENOENT;
+
+	if (!map || !owner || !out)
+		return -EINVAL;
+	st_read_lock();
+	e = lookup(map, owner);
+	if (e)
+		ret = copy_locked(e, out, e->data, map->value_size);
+	st_read_unlock();
+	return ret;
+}
+
+RQSPIN_API rqspinlock_t *rqspin_storage_value_lock(void *value)
+{
+	return value ? &st_elem_of(value)->lock : NULL;
+}
+
+RQSPIN_API int rqspin_storage_delete(struct rqspin_storage_map *map,
+				     struct rqspin_storage_owner *owner)
+{
+	struct st_local *l;
+	struct st_bucket *b;
+	struct st_elem *e;
+	uint32_t state;
+	int ret = -ENOENT;
+
+	if (!map || !owner)
+		return -EINVAL;
+	st_read_lock();
+	l = owner_local(owner);
+	/* Absent: answer without locking. */
+	if (!l || !st_tab_find(st_local_tab(l), map))
+		goto out;
+	ret = rqspin_lock(&l->lock);
+	if (!st_lock_ok(ret))
+		goto out;
+	ret = -ENOENT;
+	e = NULL;
+	if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE))
+		e = st_tab_find(atomic_load_explicit(&l->tab, memory_order_relaxed), map);
+	if (e) {
+		b = st_bucket_of(map, l);
+		ret = rqspin_lock(&b->lock);
+		if (st_lock_ok(ret)) {
+			st_unlink_map_locked(map, e);
+			rqspin_unlock(&b->lock);
+			st_tab_remove(l, e, map);
+			/* acq_rel: see st_unlink_map_locked. We did both sides. */
+			state = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED,
+							 memory_order_acq_rel);
+			if (state & ST_MAP_UNLINKED)
+				st_free_elem_rcu(e);
+			ret = 0;
+		}
+	}
+	st_local_unlock(l);
+out:
+	st_read_unlock();
+	return ret;
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * White-box test of the no-fail destruction paths (links the static library
+ * and reads src/storage/internal.h), made deterministic by holding the
+ * library's locks by hand, which is the state a signal handler finds when
+ * it interrupts the library:
+ *
+ *  1. owner_destroy while this thread holds the owner's storage lock: the
+ *     lock attempt fails (AA), nothing is freed, the owner is zeroed at
+ *     once; the holder's unlock (st_local_unlock) does the cleanup.
+ *  2. owner_destroy while this thread holds the bucket lock of one of the
+ *     owner's values: the storage side is done, the map side is left, and
+ *     map_destroy finishes it (and frees the block that embeds the value).
+ *  3. map_destroy while an owner still holds values of the map, then the
+ *     owner's destruction: the storage side is finished by map_destroy.
+ * After each, and at the end, the allocator's live bytes are back at the
+ * baseline.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rqspin/alloc.h>
+#include <rqspin/storage.h>
+
+#include "storage/internal.h"
+#include "test_util.h"
+
+#ifdef TU_TSAN
+const char *__tsan_default_suppressions(void);
+const char *__tsan_default_suppressions(void)
+{
+	return "called_from_lib:liburcu-memb.so\ncalled_from_lib:liburcu-common.so\n";
+}
+#endif
+
+static uint64_t live_bytes(void)
+{
+	struct rqspin_alloc_stats s;
+
+	rqspin_storage_barrier();
+	rqspin_alloc_trim();
+	rqspin_alloc_stats_get(&s);
+	return s.small_bytes + s.large_bytes;
+}
+
+static struct st_local *local_of(struct rqspin_storage_owner *o)
+{
+	return st_local_of((uintptr_t)o->storage_);
+}
+
+static void fill(struct rqspin_storage_map **maps, int n, struct rqspin_storage_owner *o)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t v[2] = { (uint64_t)i, ~(uint64_t)i };
+
+		CHECK(rqspin_storage_update(maps[i], o, v, RQSPIN_STORAGE_NOEXIST) == 0);
+	}
+}
+
+int main(void)
+{
+	struct rqspin_storage_map *maps[20];
+	struct rqspin_storage_owner o = RQSPIN_STORAGE_OWNER_INIT;
+	struct st_local *l;
+	uint64_t base, with_values;
+	int ret;
+
+	tu_watchdog(120);
+	base = live_bytes();
+	for (int i = 0; i < 20; i++) {
+		maps[i] = rqspin_storage_map_create(16, i == 19 ? RQSPIN_STORAGE_MAP_F_MALLOC : 0);
+		CHECK(maps[i]);
+	}
+	/* The maps' buckets come from malloc: the baseline holds. */
+	CHECK_EQ_U64(live_bytes(), base);
+
+	/* 1. Storage lock held by "the interrupted code". */
+	fill(maps, 20, &o);
+	l = local_of(&o);
+	CHECK(((uintptr_t)o.storage_ & ST_OWNER_EMB) != 0); /* first value embedded */
+	with_values = live_bytes();
+	CHECK(with_values > base);
+	rqspin_storage_read_lock(); /* as the library's paths do */
+	ret = rqspin_lock(&l->lock);
+	CHECK(ret == 0);
+	rqspin_storage_owner_destroy(&o); /* AA inside: hands the work over */
+	CHECK(o.storage_ == NULL);
+	CHECK(atomic_load(&l->flags) & ST_GONE);
+	CHECK(!(atomic_load(&l->flags) & ST_CLEANED));
+	st_local_unlock(l); /* the holder's unlock finishes the destruction */
+	CHECK(atomic_load(&l->flags) & ST_CLEANED);
+	rqspin_storage_read_unlock();
+	CHECK_EQ_U64(live_bytes(), base);
+
+	/* 2. Bucket lock of the embedded value held: its map side is left
+	 * to map_destroy, which then frees the whole block. */
+	fill(maps, 20, &o);
+	l = local_of(&o);
+	{
+		struct st_bucket *b = st_bucket_of(maps[0], l);
+
+		rqspin_storage_read_lock();
+		CHECK(rqspin_lock(&b->lock) == 0);
+		rqspin_storage_owner_destroy(&o);
+		CHECK(o.storage_ == NULL);
+		/* Cleaned, but the block stays: its element is still in the
+		 * bucket list. */
+		CHECK(atomic_load(&l->flags) & ST_CLEANED);
+		CHECK(atomic_load(&l->flags) & ST_EMB_LIVE);
+		rqspin_unlock(&b->lock);
+		rqspin_storage_read_unlock();
+	}
+	CHECK(live_bytes() > base);
+	rqspin_storage_map_destroy(maps[0]);
+	CHECK_EQ_U64(live_bytes(), base);
+	maps[0] = rqspin_storage_map_create(16, 0);
+	CHECK(maps[0]);
+
+	/* 3. Maps go first; the owner keeps an empty storage until it goes. */
+	fill(maps, 20, &o);
+	for (int i = 0; i < 20; i++) {
+		rqspin_storage_map_destroy(maps[i]);
+		maps[i] = NULL;
+	}
+	CHECK(o.storage_ != NULL);
+	{
+		struct rqspin_storage_map *m = rqspin_storage_map_create(16, 0);
+		int err = 0;
+
+		CHECK(m);
+		CHECK(rqspin_storage_get(m, &o, NULL, 0, &err) == NULL && err == -ENOENT);
+		CHECK(rqspin_storage_get(m, &o, NULL, RQSPIN_STORAGE_F_CREATE, &err) != NULL);
+		rqspin_storage_owner_destroy(&o);
+		rqspin_storage_map_destroy(m);
+	}
+	CHECK_EQ_U64(live_bytes(), base);
+	printf("storage_handoff: owner destroy handed to the lock holder, map side left to "
+	       "map_destroy, maps before owners; no leak\n");
+	return 0;
+}
