@@ -14,8 +14,8 @@ extern "C" {
 #endif
 
 /*
- * Process-wide event counts since start (or since the last fork, in a
- * child). Counters are per thread and summed on read, so they cost the
+ * Process-wide event counts since start (a forked child starts from the
+ * parent's counts at the time of the fork). Counters are per thread and summed on read, so they cost the
  * lock paths no shared cache line; a read racing with lock traffic is a
  * consistent-enough snapshot (each counter is monotonic), not an atomic one.
  * Threads beyond the registry's slot limit are counted when they exit.

@@ -66,14 +66,13 @@ static inline void qspin_lock(qspinlock_t *lock)
 	if (!lock)
 		rqspin__misuse("qspin_lock: NULL lock", lock);
 #endif
-	RQSPIN__TSAN_PRE_LOCK(lock, 0);
 	/* acquire on success: pairs with the release in qspin_unlock. */
 	if (RQSPIN__LIKELY(__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
 						       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
 		rqspin__count_fast();
 	else
 		rqspin__qspin_lock_slowpath(lock, val);
-	RQSPIN__TSAN_POST_LOCK(lock, 0);
+	RQSPIN__TSAN_ACQUIRE(lock);
 }
 
 /*
@@ -85,7 +84,6 @@ static inline bool qspin_trylock(qspinlock_t *lock)
 {
 	uint32_t val = 0;
 
-	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
 	/* Test before the CAS, so a busy lock is not written to: a byte
 	 * load, the width of the unlock's store, so it forwards from it. The
 	 * CAS then checks the whole word. acquire on success: pairs with the
@@ -93,10 +91,9 @@ static inline bool qspin_trylock(qspinlock_t *lock)
 	if (__atomic_load_n(&lock->w.b.locked, __ATOMIC_RELAXED) == 0 &&
 	    __atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
 					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-		RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY);
+		RQSPIN__TSAN_ACQUIRE(lock);
 		return true;
 	}
-	RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY_FAILED);
 	return false;
 }
 
@@ -114,11 +111,10 @@ static inline void qspin_unlock(qspinlock_t *lock)
 	if (!lock || __atomic_load_n(&lock->w.b.locked, __ATOMIC_RELAXED) == 0)
 		rqspin__misuse("qspin_unlock: lock is not held", lock);
 #endif
-	RQSPIN__TSAN_PRE_UNLOCK(lock);
+	RQSPIN__TSAN_RELEASE(lock);
 	/* release: publishes the critical section to the next acquirer,
 	 * whose acquire CAS (or acquire load in the slow path) reads it. */
 	__atomic_store_n(&lock->w.b.locked, 0, __ATOMIC_RELEASE);
-	RQSPIN__TSAN_POST_UNLOCK(lock);
 }
 
 /* True when the lock is held (a snapshot: for assertions and statistics).

@@ -42,11 +42,11 @@ struct mcs_node {
 	_Atomic uint32_t locked;
 } __attribute__((aligned(CACHELINE)));
 
-/* Slow-path event counters. Written by the owning thread only (relaxed
- * load + store, see stat_inc), read by anyone. */
+/* Slow-path event counters. Written by the owning thread (and its signal
+ * handlers) with stat_inc, read by anyone with relaxed atomic loads. */
 struct thread_stats {
-	_Atomic uint64_t pending, queued, stolen, parked, yielded, nonode;
-	_Atomic uint64_t aa, abba, cycle, nest_fail, timeout, owner_dead;
+	uint64_t pending, queued, stolen, parked, yielded, nonode;
+	uint64_t aa, abba, cycle, nest_fail, timeout, owner_dead;
 };
 
 /* The per-thread record. Slotted threads have one inside a slot; threads
@@ -102,11 +102,10 @@ static inline struct mcs_node *tail_decode(uint32_t tail)
 	return &tail_slot(tail)->nodes[idx];
 }
 
-/* Owner-only counter increment; readers on other threads use relaxed loads. */
-static inline void stat_inc(_Atomic uint64_t *c)
+/* Owner-only counter increment, safe against our own signal handlers. */
+static inline void stat_inc(uint64_t *c)
 {
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	rqspin__counter_inc(c);
 }
 
 /* Counters of exited threads, folded in when they leave. */

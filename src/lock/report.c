@@ -53,16 +53,38 @@ const char *rqspin_event_name(enum rqspin_event ev)
 	return "unknown";
 }
 
-/* A tiny append-only formatter: stdio is not async-signal-safe. */
+/* A tiny append-only formatter that flushes as it fills: stdio is not
+ * async-signal-safe. */
 struct out {
-	char buf[512];
+	int fd;
 	size_t len;
+	char buf[256];
 };
+
+static void flush(struct out *o)
+{
+	size_t off = 0;
+	int e = errno;
+
+	while (off < o->len) {
+		ssize_t w = write(o->fd, o->buf + off, o->len - off);
+
+		if (w <= 0 && errno != EINTR)
+			break;
+		if (w > 0)
+			off += (size_t)w;
+	}
+	o->len = 0;
+	errno = e;
+}
 
 static void put_str(struct out *o, const char *s)
 {
-	while (*s && o->len < sizeof(o->buf))
+	while (*s) {
+		if (o->len == sizeof(o->buf))
+			flush(o);
 		o->buf[o->len++] = *s++;
+	}
 }
 
 static void put_num(struct out *o, uint64_t v, unsigned base)
@@ -76,30 +98,16 @@ static void put_num(struct out *o, uint64_t v, unsigned base)
 	} while (v);
 	if (base == 16)
 		put_str(o, "0x");
-	while (n && o->len < sizeof(o->buf))
-		o->buf[o->len++] = tmp[--n];
-}
+	while (n) {
+		char c[2] = { tmp[--n], 0 };
 
-static void flush(int fd, struct out *o)
-{
-	size_t off = 0;
-	int e = errno;
-
-	while (off < o->len) {
-		ssize_t w = write(fd, o->buf + off, o->len - off);
-
-		if (w <= 0 && errno != EINTR)
-			break;
-		if (w > 0)
-			off += (size_t)w;
+		put_str(o, c);
 	}
-	o->len = 0;
-	errno = e;
 }
 
 void rqspin_report_write(int fd, const struct rqspin_report *rep)
 {
-	struct out o = { .len = 0 };
+	struct out o = { .fd = fd, .len = 0 };
 	uint32_t t, i;
 
 	put_str(&o, "rqspin: ");
@@ -111,7 +119,6 @@ void rqspin_report_write(int fd, const struct rqspin_report *rep)
 	put_str(&o, ", waited ");
 	put_num(&o, rep->waited_ns / 1000, 10);
 	put_str(&o, " us\n");
-	flush(fd, &o);
 	for (t = 0; t < rep->nthreads && t < RQSPIN_REPORT_MAX_CYCLE; t++) {
 		const struct rqspin_report_thread *th = &rep->threads[t];
 		uint32_t n = th->nheld < RQSPIN_NR_HELD ? th->nheld : RQSPIN_NR_HELD;
@@ -128,8 +135,8 @@ void rqspin_report_write(int fd, const struct rqspin_report *rep)
 			put_num(&o, (uintptr_t)th->held[i], 16);
 		}
 		put_str(&o, "\n");
-		flush(fd, &o);
 	}
+	flush(&o);
 }
 
 int rqspin_set_default_timeout(uint64_t timeout_ns)

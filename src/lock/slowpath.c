@@ -66,6 +66,7 @@ struct waiter {
 	uint64_t last_check;
 	int event;         /* why it failed */
 	uint32_t spins;
+	struct deadlock_chain chain; /* what the deadlock check found */
 };
 
 static inline uint32_t word_load(lockword_t *l, memory_order mo)
@@ -135,7 +136,7 @@ static int res_check(struct waiter *w)
 	}
 	if (now - w->last_check >= NSEC_PER_MSEC) {
 		w->last_check = now;
-		ev = deadlock_find(w->self, w->lock, NULL);
+		ev = deadlock_find(w->self, w->lock, &w->chain);
 		if (ev) {
 			w->event = ev;
 			return -EDEADLK;
@@ -297,12 +298,17 @@ static __attribute__((noinline, cold)) void fail_report(struct waiter *w, int re
 		.waited_ns = w->start ? arch_now_ns() - w->start : 0,
 		.nthreads = 1,
 	};
+	unsigned k;
 
-	if ((w->event == RQSPIN_EV_ABBA || w->event == RQSPIN_EV_CYCLE) &&
-	    deadlock_find(w->self, w->lock, &rep))
-		;
-	else
+	/* The chain the detecting check found (not a new walk: the other
+	 * members may have backed out by now); their tables as they are. */
+	if (w->event == RQSPIN_EV_ABBA || w->event == RQSPIN_EV_CYCLE) {
+		rep.nthreads = w->chain.n;
+		for (k = 0; k < w->chain.n; k++)
+			report_fill_thread(&rep.threads[k], w->chain.thread[k], w->chain.waits[k]);
+	} else {
 		report_fill_thread(&rep.threads[0], w->self, w->lock);
+	}
 	report_emit(&rep);
 }
 

@@ -8,7 +8,8 @@
 /* Counts of threads that have exited (or vanished in a fork). */
 static struct {
 	_Atomic uint64_t fast;
-	struct thread_stats s;
+	_Atomic uint64_t pending, queued, stolen, parked, yielded, nonode;
+	_Atomic uint64_t aa, abba, cycle, nest_fail, timeout, owner_dead;
 } retired;
 
 #define FOR_EACH_STAT(X) \
@@ -18,7 +19,7 @@ static struct {
 void stats_retire(const struct rqspin_thread *t)
 {
 #define RETIRE(f) \
-	atomic_fetch_add_explicit(&retired.s.f, atomic_load_explicit(&t->stats.f, memory_order_relaxed), \
+	atomic_fetch_add_explicit(&retired.f, __atomic_load_n(&t->stats.f, __ATOMIC_RELAXED), \
 				  memory_order_relaxed);
 	FOR_EACH_STAT(RETIRE)
 #undef RETIRE
@@ -29,7 +30,7 @@ void stats_retire(const struct rqspin_thread *t)
 
 static void add_thread(struct rqspin_lock_stats *out, const struct rqspin_thread *t)
 {
-#define ADD(f) out->f += atomic_load_explicit(&t->stats.f, memory_order_relaxed);
+#define ADD(f) out->f += __atomic_load_n(&t->stats.f, __ATOMIC_RELAXED);
 	FOR_EACH_STAT(ADD)
 #undef ADD
 	out->fast += __atomic_load_n(&t->hot.fast_acquired, __ATOMIC_RELAXED);
@@ -42,7 +43,7 @@ void rqspin_lock_stats_get(struct rqspin_lock_stats *out)
 	uint32_t i;
 
 	memset(out, 0, sizeof(*out));
-#define LOAD(f) out->f = atomic_load_explicit(&retired.s.f, memory_order_relaxed);
+#define LOAD(f) out->f = atomic_load_explicit(&retired.f, memory_order_relaxed);
 	FOR_EACH_STAT(LOAD)
 #undef LOAD
 	out->fast = atomic_load_explicit(&retired.fast, memory_order_relaxed);

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The no-node fallback: linked with rqspin_tiny (RQSPIN_SLOT_LIMIT=4), so
+ * only 4 threads get a registry slot and MCS nodes; the rest take the lock
+ * without a node. 16 threads hammer one lock, then 4 locks, mixing slotted
+ * and slot-less threads in the same lock; signals (pthread_kill from main)
+ * interrupt them at random points and the handler takes another lock.
+ * Mutual exclusion must stay exact, the stats must show slot_limit == 4,
+ * slots_in_use <= 4 while running and nonode > 0.
+ */
+#include <rqspin/lock_diag.h>
+#include <rqspin/qspinlock.h>
+
+#include "test_util.h"
+
+#define NTHREADS 16
+#define NLOCKS 4
+#define NARR 4
+
+struct guarded {
+	qspinlock_t lock;
+	volatile uint64_t a, b;      /* equal outside the critical section */
+	volatile uint32_t arr[NARR]; /* sum == sum_check outside the CS */
+	volatile uint32_t sum_check;
+} __attribute__((aligned(128)));
+
+static struct guarded g_one, g_many[NLOCKS], g_sig;
+static tu_barrier g_bar;
+static atomic_int g_running;
+
+static void critical(struct guarded *g, uint32_t r)
+{
+	uint64_t a;
+	uint32_t sum = 0;
+
+	qspin_lock(&g->lock);
+	a = g->a;
+	CHECK(a == g->b);
+	for (int i = 0; i < NARR; i++)
+		sum += g->arr[i];
+	CHECK(sum == g->sum_check);
+	g->a = a + 1;
+	g->arr[r % NARR] += r;
+	for (volatile unsigned spin = 0; spin < (r & 15); spin++)
+		;
+	g->sum_check = sum + r;
+	g->b = g->b + 1;
+	qspin_unlock(&g->lock);
+}
+
+struct worker {
+	pthread_t thread;
+	unsigned id;
+	unsigned iters;
+	uint64_t picks[NLOCKS];
+	_Atomic uint64_t sig_runs; /* this thread's handler runs */
+	tu_rng hrng;               /* the handler's generator */
+} __attribute__((aligned(128)));
+
+static struct worker g_w[NTHREADS];
+static __thread struct worker *tl_me;
+
+static void handler(int sig)
+{
+	int e = errno;
+	struct worker *me = tl_me;
+
+	(void)sig;
+	CHECK(me != NULL);
+	critical(&g_sig, (uint32_t)tu_rng_next(&me->hrng));
+	atomic_fetch_add_explicit(&me->sig_runs, 1, memory_order_relaxed);
+	errno = e;
+}
+
+static void *worker_main(void *p)
+{
+	struct worker *me = p;
+	tu_rng rng;
+
+	tu_rng_seed(&rng, me->id);
+	tu_rng_seed(&me->hrng, 77 + me->id);
+	tl_me = me;
+	tu_barrier_wait(&g_bar);
+	/* Phase 1: everybody on one lock. */
+	for (unsigned i = 0; i < me->iters; i++)
+		critical(&g_one, (uint32_t)tu_rng_next(&rng));
+	tu_barrier_wait(&g_bar);
+	/* Phase 2: four locks picked at random. */
+	for (unsigned i = 0; i < me->iters; i++) {
+		unsigned k = tu_rng_below(&rng, NLOCKS);
+
+		critical(&g_many[k], (uint32_t)tu_rng_next(&rng));
+		me->picks[k]++;
+		if (i % 512 == 0)
+			sched_yield();
+	}
+	/* Stay alive (and a signal target) until main stops signalling. */
+	atomic_fetch_sub(&g_running, 1);
+	tu_barrier_wait(&g_bar);
+	return NULL;
+}
+
+int main(void)
+{
+	const unsigned iters = TU_ITERS(200000u);
+	struct rqspin_lock_stats s0, s;
+	uint64_t kills = 0, sig_runs = 0;
+	tu_watchdog(300);
+	setvbuf(stdout, NULL, _IONBF, 0);
+
+	rqspin_lock_stats_get(&s0);
+	CHECK_EQ_U64(s0.slot_limit, 4);
+
+	/* Main takes one of the 4 slots. */
+	qspin_lock(&g_one.lock);
+	qspin_unlock(&g_one.lock);
+
+	tu_set_handler(SIGUSR1, handler, SA_RESTART, NULL);
+	tu_barrier_init(&g_bar, NTHREADS + 1);
+	atomic_store(&g_running, NTHREADS);
+	for (int i = 0; i < NTHREADS; i++) {
+		g_w[i].id = (unsigned)i + 1;
+		g_w[i].iters = iters;
+		g_w[i].thread = tu_thread_start(worker_main, &g_w[i]);
+	}
+	tu_barrier_wait(&g_bar); /* start phase 1 */
+	tu_barrier_wait(&g_bar); /* start phase 2 */
+	rqspin_lock_stats_get(&s);
+	CHECK_LE_U64(s.slots_in_use, 4);
+	CHECK_LE_U64(s.slots_high_water, 4);
+	for (unsigned k = 0; atomic_load(&g_running) > 0; k++) {
+		CHECK_OK(pthread_kill(g_w[k % NTHREADS].thread, SIGUSR1));
+		kills++;
+		if (k % NTHREADS == NTHREADS - 1) {
+			tu_sleep_us(200);
+			rqspin_lock_stats_get(&s);
+			CHECK_LE_U64(s.slots_in_use, 4);
+		}
+	}
+	tu_barrier_wait(&g_bar); /* signals stopped: workers may exit */
+	for (int i = 0; i < NTHREADS; i++)
+		tu_thread_join(g_w[i].thread);
+
+	CHECK_EQ_U64(g_one.a, (uint64_t)NTHREADS * iters);
+	CHECK_EQ_U64(g_one.b, g_one.a);
+	uint64_t total = 0;
+	for (int k = 0; k < NLOCKS; k++) {
+		uint64_t want = 0;
+
+		for (int i = 0; i < NTHREADS; i++)
+			want += g_w[i].picks[k];
+		CHECK_EQ_U64(g_many[k].a, want);
+		CHECK_EQ_U64(g_many[k].b, want);
+		CHECK(!qspin_is_locked(&g_many[k].lock));
+		total += want;
+	}
+	CHECK_EQ_U64(total, (uint64_t)NTHREADS * iters);
+	for (int i = 0; i < NTHREADS; i++)
+		sig_runs += atomic_load(&g_w[i].sig_runs);
+	CHECK_EQ_U64(g_sig.a, sig_runs);
+	CHECK_EQ_U64(g_sig.b, sig_runs);
+
+	rqspin_lock_stats_get(&s);
+	printf("qspin_nonode: %d threads x %u x 2 phases ok; %llu handler runs (%llu kills); "
+	       "nonode %llu, queued %llu, pending %llu, stolen %llu, fast %llu; slots in use "
+	       "%llu, high water %llu, limit %llu\n",
+	       NTHREADS, iters, (unsigned long long)sig_runs, (unsigned long long)kills,
+	       (unsigned long long)s.nonode, (unsigned long long)s.queued,
+	       (unsigned long long)s.pending, (unsigned long long)s.stolen,
+	       (unsigned long long)s.fast, (unsigned long long)s.slots_in_use,
+	       (unsigned long long)s.slots_high_water, (unsigned long long)s.slot_limit);
+	CHECK_EQ_U64(s.slot_limit, 4);
+	CHECK_LE_U64(s.slots_high_water, 4);
+	CHECK_LE_U64(s.slots_in_use, 1); /* main */
+	CHECK(s.nonode > 0);
+	/* Every acquisition is counted once (the slot-less threads' counts
+	 * were folded in when they exited): main's one, the workers' and the
+	 * handlers'.
+	 * KNOWN LIBRARY BUG (reported): the per-thread counters are bumped
+	 * with a plain load + store, so a signal handler that takes a lock
+	 * between the two loses its own increment. Until that is fixed, up
+	 * to one count per handler run may be missing; none may be extra. */
+	uint64_t counted = s.fast + s.pending + s.queued + s.stolen + s.nonode - s0.fast -
+			   s0.pending - s0.queued - s0.stolen - s0.nonode;
+	uint64_t want = 2ull * NTHREADS * iters + sig_runs + 1;
+	if (counted != want)
+		printf("qspin_nonode: stats lost %lld of %llu acquisitions (signal handlers "
+		       "interrupting a counter update)\n",
+		       (long long)(want - counted), (unsigned long long)want);
+	CHECK_LE_U64(counted, want);
+	CHECK_GE_U64(counted + sig_runs, want);
+	return 0;
+}
