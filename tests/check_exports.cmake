@@ -1,3 +1,4 @@
+cmake_minimum_required(VERSION 3.25)
 # Only the public API (and the rqspin__ ABI its inline functions call) is
 # exported from librqspin; only pthread_spin_* from the shim.
 function(check lib allowed)

@@ -86,12 +86,20 @@ void held_abandon(struct rqspin_thread *t, const struct rqspin_thread *keep_mine
 		val = __atomic_load_n(&w->val, __ATOMIC_RELAXED);
 		/* release: whatever the dead thread wrote under the lock is
 		 * visible to the waiter that takes it over (acquire CAS). */
-		while ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL &&
-		       !__atomic_compare_exchange_n(&w->val, &val,
-						    (val & ~RQSPIN__LOCKED_MASK) |
-							    RQSPIN__LOCKED_OWNER_DEAD,
-						    1, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-			;
+		while ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL) {
+			if (__atomic_compare_exchange_n(&w->val, &val,
+							(val & ~RQSPIN__LOCKED_MASK) |
+								RQSPIN__LOCKED_OWNER_DEAD,
+							1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+				/* At thread exit we run on the owner: tell TSan
+				 * it let go, so the takeover is no double lock. */
+				if (!keep_mine) {
+					RQSPIN__TSAN_PRE_UNLOCK(w);
+					RQSPIN__TSAN_POST_UNLOCK(w);
+				}
+				break;
+			}
+		}
 		__atomic_store_n(&t->hot.held.locks[i], NULL, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&t->hot.held.cnt, 0, __ATOMIC_RELAXED);

@@ -1,0 +1,67 @@
+# rqspinlock tests ("Resilient lock", issue 3). Included by
+# tests/CMakeLists.txt, which defines rqspin_add_test(). Every test is
+# bounded by iteration counts (scaled down under ThreadSanitizer) and uses
+# time only for lower bounds ("waited at least the timeout") or as a loose
+# hang guard.
+
+# AA: re-lock, handlers interrupting the holder and waiters, trylock,
+# sigsave, the held table, argument checks. Runs under TSan too.
+rqspin_add_test(NAME rqspin_aa SOURCES rqspin_aa.c
+  TIMEOUT 120 LABELS rqspin unit signal)
+
+# Held-table overflow: 34 locks, re-lock of an untracked one -> -ETIMEDOUT
+# after >= the timeout (100 ms here).
+rqspin_add_test(NAME rqspin_held_overflow SOURCES rqspin_held_overflow.c
+  TIMEOUT 120 LABELS rqspin unit)
+
+# ABBA: 16 threads A->B against one B->A until a failure (-EDEADLK only),
+# and a deterministic two-thread ABBA with reports. Runs under TSan too.
+rqspin_add_test(NAME rqspin_abba SOURCES rqspin_abba.c
+  TIMEOUT 180 LABELS rqspin stress)
+
+# Cycles of 3, 4 and 8 threads -> -EDEADLK (cycle stat, report lines up);
+# a 9-cycle (beyond the followed chain) still resolves.
+rqspin_add_test(NAME rqspin_cycle SOURCES rqspin_cycle.c
+  TIMEOUT 180 LABELS rqspin stress)
+
+# Owner thread exits while holding: the next acquirer gets -EOWNERDEAD
+# quickly (10 s timeout, returns in < 5 s), with and without queued waiters.
+rqspin_add_test(NAME rqspin_owner_dead SOURCES rqspin_owner_dead.c
+  TIMEOUT 120 LABELS rqspin unit)
+
+# Stalled owner: pending waiter, head and queued waiters all -ETIMEDOUT, the
+# lock consistent after; the stress module's "handoff tail" ABBA.
+rqspin_add_test(NAME rqspin_stall SOURCES rqspin_stall.c
+  TIMEOUT 120 LABELS rqspin unit)
+
+# Signal storm (the kernel's NMI stress): per-thread 1 ms timers whose
+# handlers take locks (AA, ABBA, nested ABBA, ABBCCA), 4 and 16 threads.
+rqspin_add_test(NAME rqspin_signal_storm SOURCES rqspin_signal_storm.c
+  TIMEOUT 300 LABELS rqspin stress signal)
+
+# No false failures: 32 threads on one lock with the default 250 ms
+# timeout -> zero errors, exact count.
+rqspin_add_test(NAME rqspin_no_false_failures SOURCES rqspin_no_false_failures.c
+  TIMEOUT 300 LABELS rqspin stress)
+
+# Reports: RQSPIN_REPORT / RQSPIN_TIMEOUT_MS in a re-executed child,
+# rqspin_report_write text, event names.
+rqspin_add_test(NAME rqspin_report SOURCES rqspin_report.c
+  TIMEOUT 120 LABELS rqspin unit)
+
+# No-node paths with the 4-slot test flavour: 12 threads on one lock (8
+# without a slot), a handler nested in its own queued wait (one try,
+# nest_fail), a slotless waiter's 4T timeout.
+rqspin_add_test(NAME rqspin_nonode SOURCES rqspin_nonode.c LIBS rqspin_tiny
+  TIMEOUT 120 LABELS rqspin stress signal)
+
+# ABBA through a pending waiter interrupted by a handler: the queue head
+# must detect it while the lock is only pending (kernel: the head's check
+# masks locked|pending). Runs under TSan too.
+rqspin_add_test(NAME rqspin_abba_pending SOURCES rqspin_abba_pending.c
+  TIMEOUT 120 LABELS rqspin unit signal)
+
+# Failure counters stay exact when a signal handler on the same thread fails
+# too (AA from the main loop and from a 20 us per-thread timer).
+rqspin_add_test(NAME rqspin_stats_signal SOURCES rqspin_stats_signal.c
+  TIMEOUT 120 LABELS rqspin unit signal)
