@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *cli_prog = "rqspin-bench";
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", cli_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+bool cli_parse_uint(const char *opt, const char *s, unsigned min, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ') {
+		cli_error("%s: expected a number, got '%s'", opt, s ? s : "");
+		return false;
+	}
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end) {
+		cli_error("%s: expected a number, got '%s'", opt, s);
+		return false;
+	}
+	if (v < min || v > max) {
+		cli_error("%s: %lu is out of range [%u, %u]", opt, v, min, max);
+		return false;
+	}
+	*out = (unsigned)v;
+	return true;
+}
+
+bool cli_split(const char *opt, const char *s, char ***out, size_t *n)
+{
+	size_t count = 1, len = strlen(s);
+	char **v, *buf;
+
+	for (const char *p = s; *p; p++)
+		count += *p == ',';
+	v = malloc(count * sizeof(*v) + len + 1);
+	if (!v) {
+		cli_error("out of memory");
+		return false;
+	}
+	buf = (char *)(v + count);
+	memcpy(buf, s, len + 1);
+	for (size_t i = 0; i < count; i++) {
+		char *comma = strchr(buf, ',');
+
+		if (comma)
+			*comma = 0;
+		if (!*buf) {
+			cli_error("%s: empty item in list '%s'", opt, s);
+			free(v);
+			return false;
+		}
+		v[i] = buf;
+		buf = comma ? comma + 1 : buf + strlen(buf);
+	}
+	*out = v;
+	*n = count;
+	return true;
+}
+
+bool cli_parse_uint_list(const char *opt, const char *s, unsigned min, unsigned max,
+			 unsigned **out, size_t *n)
+{
+	char **items;
+	size_t count;
+	unsigned *v;
+
+	if (!cli_split(opt, s, &items, &count))
+		return false;
+	v = malloc(count * sizeof(*v));
+	if (!v) {
+		free(items);
+		cli_error("out of memory");
+		return false;
+	}
+	for (size_t i = 0; i < count; i++) {
+		if (!cli_parse_uint(opt, items[i], min, max, &v[i])) {
+			free(items);
+			free(v);
+			return false;
+		}
+	}
+	free(items);
+	*out = v;
+	*n = count;
+	return true;
+}

@@ -1,0 +1,1053 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `rqspin-bench lock` and `rqspin-bench all`: option parsing, the run
+ * schedule, one measurement (run_once), and the summary.
+ *
+ * Schedule: for each repeat r: the uncontended pass over every lock, then
+ * for each thread count, every lock once; the lock order is rotated by r
+ * (A B C, B C A, ...) so drift and position effects hit every lock alike.
+ *
+ * One measurement: create the lock and N workers, wait until all are at
+ * the start gate, open it, sleep for the duration, set stop, read every
+ * worker's count (the throughput window), then join the workers with a
+ * deadline. Workers check stop between acquisitions only, so a FIFO lock
+ * whose queue is full of descheduled waiters may take a while to drain;
+ * workers that are not back within --stall-timeout-ms are reported as
+ * stalled, detached, and the lock is not run again at that many threads or
+ * more. The process then ends with _exit so it cannot hang on them.
+ */
+#include "lock_bench.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "report.h"
+#include "suite.h"
+
+#define DEF_DURATION_MS 400
+#define DEF_REPEATS 5
+#define DEF_CS 20
+#define DEF_THINK 50
+#define DEF_SAMPLE 64
+#define DEF_UNCONTENDED_MS 100
+#define DEF_STALL_MS 10000
+#define QUICK_DURATION_MS 20
+#define QUICK_REPEATS 2
+#define QUICK_UNCONTENDED_MS 10
+#define DEF_BASELINE "pthread_spin"
+#define ALL_DEFAULT_PLOT "rqspin-bench.png"
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+
+static void usage(FILE *f, const char *sub)
+{
+	bool all = strcmp(sub, "all") == 0;
+
+	fprintf(f, "usage: %s %s [options]\n\n", cli_prog, sub);
+	if (all)
+		fprintf(f,
+			"The default suite: the lock benchmark with every lock at 1, 2, 4 and 8\n"
+			"threads (about 80 s on 2 cores), the targets of the lock issues as\n"
+			"PASS/FAIL verdicts, and a plot in ./" ALL_DEFAULT_PLOT " when gnuplot is\n"
+			"installed; then a short torture run (rqspin, qspin, pthread_spin at 2 and\n"
+			"16 threads, ~3 s) and a short deadlock run (200 trials, 20 per timeout,\n"
+			"~3 s), each with its verdicts (see `%s torture --help` and\n"
+			"`%s deadlock --help`).\n"
+			"Takes the options of `%s lock`; --quick, --quiet, --json and --csv also\n"
+			"apply to the torture and deadlock runs, whose files are named after the\n"
+			"given ones (out.json -> out.torture.json, out.deadlock.json).\n\n",
+			cli_prog, cli_prog, cli_prog);
+	fprintf(f,
+		"Runs every selected lock at every thread count for --duration-ms, --repeats\n"
+		"times, interleaved (each repeat runs every lock, in a rotated order), and\n"
+		"reports per lock and thread count: acquisitions/s (median of the repeats,\n"
+		"min-max), the ratio to the baseline, Jain's fairness index and the smallest\n"
+		"per-thread share of a fair share (aggregated over the repeats), sampled\n"
+		"acquisition latency (p50/p99/p99.9/max) and lock failures (rqspin), plus\n"
+		"the uncontended lock+unlock cost of each lock. Critical sections update\n"
+		"plain shared memory; a lost update means mutual exclusion broke.\n\n"
+		"Options:\n"
+		"  --locks LIST          comma-separated lock names, or 'all' (the default:\n"
+		"                        every lock below but 'none')\n"
+		"  --threads LIST        thread counts, e.g. 1,2,4,8 (default)\n"
+		"  --duration-ms N       one measurement (default %d)\n"
+		"  --repeats N           interleaved repeats (default %d)\n"
+		"  --cs N                shared-array updates in the critical section (default %d)\n"
+		"  --think N             private work steps between acquisitions (default %d)\n"
+		"  --baseline LOCK       lock of the ratio column (default " DEF_BASELINE
+		", else the first)\n"
+		"  --sample N            time every Nth acquisition, a power of two, 0 = none\n"
+		"                        (default %d)\n"
+		"  --uncontended-ms N    uncontended pass per repeat and lock, 0 = none (default %d)\n"
+		"  --stall-timeout-ms N  wait for workers after the stop before calling the\n"
+		"                        lock stalled (default %d)\n"
+		"  --quick               smoke-test sizes: %d ms x %d repeats, %d ms uncontended\n"
+		"  --json FILE           write the results as JSON\n"
+		"  --csv FILE            write one CSV row per lock and thread count\n"
+		"  --plot FILE.png       chart throughput and p99.9 latency vs threads (gnuplot)\n"
+		"%s"
+		"  --quiet               no progress on stderr\n"
+		"  -h, --help            this text\n\n"
+		"Locks:\n",
+		DEF_DURATION_MS, DEF_REPEATS, DEF_CS, DEF_THINK, DEF_SAMPLE, DEF_UNCONTENDED_MS,
+		DEF_STALL_MS, QUICK_DURATION_MS, QUICK_REPEATS, QUICK_UNCONTENDED_MS,
+		all ? "  --no-plot             do not draw the default plot\n" : "");
+	for (size_t i = 0; i < lock_peers_count; i++)
+		fprintf(f, "  %-14s %s\n", lock_peers[i]->name, lock_peers[i]->desc);
+	fprintf(f,
+		"\nExit status: 0 done (verdicts are informational), 1 mutual exclusion broke,\n"
+		"a librqspin lock stalled or an output could not be written, 2 bad arguments.\n");
+}
+
+enum {
+	OPT_LOCKS = 256,
+	OPT_THREADS,
+	OPT_DURATION,
+	OPT_REPEATS,
+	OPT_CS,
+	OPT_THINK,
+	OPT_BASELINE,
+	OPT_SAMPLE,
+	OPT_UNCONTENDED,
+	OPT_STALL,
+	OPT_QUICK,
+	OPT_JSON,
+	OPT_CSV,
+	OPT_PLOT,
+	OPT_NO_PLOT,
+	OPT_QUIET,
+};
+
+static const struct option long_opts[] = {
+	{ "locks", required_argument, NULL, OPT_LOCKS },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "duration-ms", required_argument, NULL, OPT_DURATION },
+	{ "repeats", required_argument, NULL, OPT_REPEATS },
+	{ "cs", required_argument, NULL, OPT_CS },
+	{ "think", required_argument, NULL, OPT_THINK },
+	{ "baseline", required_argument, NULL, OPT_BASELINE },
+	{ "sample", required_argument, NULL, OPT_SAMPLE },
+	{ "uncontended-ms", required_argument, NULL, OPT_UNCONTENDED },
+	{ "stall-timeout-ms", required_argument, NULL, OPT_STALL },
+	{ "quick", no_argument, NULL, OPT_QUICK },
+	{ "json", required_argument, NULL, OPT_JSON },
+	{ "csv", required_argument, NULL, OPT_CSV },
+	{ "plot", required_argument, NULL, OPT_PLOT },
+	{ "no-plot", no_argument, NULL, OPT_NO_PLOT },
+	{ "quiet", no_argument, NULL, OPT_QUIET },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void config_free(struct lb_config *c)
+{
+	free(c->locks);
+	free(c->threads);
+	c->locks = NULL;
+	c->threads = NULL;
+}
+
+static bool parse_locks(const char *s, struct lb_config *c)
+{
+	char **names;
+	size_t n;
+
+	if (strcmp(s, "all") == 0) {
+		c->locks = malloc(lock_peers_count * sizeof(*c->locks));
+		if (!c->locks)
+			return false;
+		c->nlocks = 0;
+		for (size_t i = 0; i < lock_peers_count; i++)
+			if (!(lock_peers[i]->flags & LP_NOT_DEFAULT))
+				c->locks[c->nlocks++] = lock_peers[i];
+		return true;
+	}
+	if (!cli_split("--locks", s, &names, &n))
+		return false;
+	c->locks = malloc(n * sizeof(*c->locks));
+	if (!c->locks) {
+		free(names);
+		return false;
+	}
+	c->nlocks = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct lock_peer *p = lock_peer_find(names[i]);
+		bool dup = false;
+
+		if (!p) {
+			cli_error("--locks: unknown lock '%s' (see --help for the list)", names[i]);
+			free(names);
+			return false;
+		}
+		for (size_t j = 0; j < c->nlocks; j++)
+			dup |= c->locks[j] == p;
+		if (!dup)
+			c->locks[c->nlocks++] = p;
+	}
+	free(names);
+	return true;
+}
+
+/* Returns CLI_EXIT_OK to run, or an exit status (help: 0 via *done). */
+static int parse_args(int argc, char **argv, struct lb_config *c, bool *done)
+{
+	const char *sub = argv[0];
+	bool all = strcmp(sub, "all") == 0;
+	bool set_dur = false, set_rep = false, set_unc = false, no_plot = false;
+	const char *baseline = NULL;
+	int opt;
+
+	*done = false;
+	memset(c, 0, sizeof(*c));
+	c->suite = all ? "all" : "lock";
+	c->duration_ms = DEF_DURATION_MS;
+	c->repeats = DEF_REPEATS;
+	c->cs = DEF_CS;
+	c->think = DEF_THINK;
+	c->sample_every = DEF_SAMPLE;
+	c->uncontended_ms = DEF_UNCONTENDED_MS;
+	c->stall_timeout_ms = DEF_STALL_MS;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_LOCKS:
+			free(c->locks);
+			if (!parse_locks(optarg, c))
+				goto bad;
+			break;
+		case OPT_THREADS:
+			free(c->threads);
+			if (!cli_parse_uint_list("--threads", optarg, 1, LB_MAX_THREADS, &c->threads,
+						 &c->nthreads))
+				goto bad;
+			break;
+		case OPT_DURATION:
+			if (!cli_parse_uint("--duration-ms", optarg, 1, 3600000, &c->duration_ms))
+				goto bad;
+			set_dur = true;
+			break;
+		case OPT_REPEATS:
+			if (!cli_parse_uint("--repeats", optarg, 1, 1000, &c->repeats))
+				goto bad;
+			set_rep = true;
+			break;
+		case OPT_CS:
+			if (!cli_parse_uint("--cs", optarg, 0, 1000000, &c->cs))
+				goto bad;
+			break;
+		case OPT_THINK:
+			if (!cli_parse_uint("--think", optarg, 0, 100000000, &c->think))
+				goto bad;
+			break;
+		case OPT_BASELINE:
+			baseline = optarg;
+			break;
+		case OPT_SAMPLE:
+			if (!cli_parse_uint("--sample", optarg, 0, 1u << 30, &c->sample_every))
+				goto bad;
+			if (c->sample_every & (c->sample_every - 1)) {
+				cli_error("--sample: %u is not a power of two", c->sample_every);
+				goto bad;
+			}
+			break;
+		case OPT_UNCONTENDED:
+			if (!cli_parse_uint("--uncontended-ms", optarg, 0, 3600000, &c->uncontended_ms))
+				goto bad;
+			set_unc = true;
+			break;
+		case OPT_STALL:
+			if (!cli_parse_uint("--stall-timeout-ms", optarg, 1, 3600000,
+					    &c->stall_timeout_ms))
+				goto bad;
+			break;
+		case OPT_QUICK:
+			c->quick = true;
+			break;
+		case OPT_JSON:
+			c->json_path = optarg;
+			break;
+		case OPT_CSV:
+			c->csv_path = optarg;
+			break;
+		case OPT_PLOT:
+			c->plot_path = optarg;
+			break;
+		case OPT_NO_PLOT:
+			if (!all) {
+				cli_error("--no-plot is an option of 'all'");
+				goto bad;
+			}
+			no_plot = true;
+			break;
+		case OPT_QUIET:
+			c->quiet = true;
+			break;
+		case 'h':
+			usage(stdout, sub);
+			config_free(c);
+			*done = true;
+			return CLI_EXIT_OK;
+		case ':':
+			cli_error("%s: option '%s' needs a value", sub, argv[optind - 1]);
+			goto bad;
+		default:
+			if (optopt)
+				cli_error("%s: unknown option '-%c'", sub, optopt);
+			else
+				cli_error("%s: unknown option '%s'", sub, argv[optind - 1]);
+			goto bad;
+		}
+	}
+	if (optind < argc) {
+		cli_error("%s: unexpected argument '%s'", sub, argv[optind]);
+		goto bad;
+	}
+	if (!c->locks && !parse_locks("all", c))
+		goto bad;
+	if (!c->threads && !cli_parse_uint_list("--threads", "1,2,4,8", 1, LB_MAX_THREADS,
+						 &c->threads, &c->nthreads))
+		goto bad;
+	if (c->quick) {
+		if (!set_dur)
+			c->duration_ms = QUICK_DURATION_MS;
+		if (!set_rep)
+			c->repeats = QUICK_REPEATS;
+		if (!set_unc)
+			c->uncontended_ms = QUICK_UNCONTENDED_MS;
+	}
+	if (baseline) {
+		const struct lock_peer *p = lock_peer_find(baseline);
+
+		for (size_t i = 0; p && i < c->nlocks; i++)
+			if (c->locks[i] == p)
+				c->baseline = p;
+		if (!c->baseline) {
+			cli_error("--baseline: '%s' is not one of the selected locks", baseline);
+			goto bad;
+		}
+	} else {
+		const struct lock_peer *p = lock_peer_find(DEF_BASELINE);
+
+		c->baseline = c->locks[0];
+		for (size_t i = 0; p && i < c->nlocks; i++)
+			if (c->locks[i] == p)
+				c->baseline = p;
+	}
+	if (all && !c->plot_path && !no_plot)
+		c->plot_path = ALL_DEFAULT_PLOT;
+	return CLI_EXIT_OK;
+bad:
+	config_free(c);
+	fprintf(stderr, "Try '%s %s --help'.\n", cli_prog, sub);
+	return CLI_EXIT_USAGE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One measurement                                                           */
+
+enum run_status { RUN_OK, RUN_STALLED, RUN_ERROR };
+
+struct run_out {
+	double elapsed_s;
+	uint64_t *window;   /* [nthr] acquisitions per thread until the stop */
+	uint64_t acquired;  /* all acquisitions */
+	double worker_ns;   /* 1 thread: the worker's own time from start to exit */
+	uint64_t counter;   /* the shared counter at the end */
+	struct hist *hist;  /* merged into */
+	uint64_t fail[LW_NFAIL];
+	struct rqspin_lock_stats lib;
+};
+
+static uint64_t now_ns(void)
+{
+	return lw_now_ns();
+}
+
+static uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static void stats_delta(struct rqspin_lock_stats *d, const struct rqspin_lock_stats *a,
+			const struct rqspin_lock_stats *b)
+{
+#define D(f) d->f = b->f - a->f
+	D(fast);
+	D(pending);
+	D(queued);
+	D(stolen);
+	D(parked);
+	D(yielded);
+	D(nonode);
+	D(aa);
+	D(abba);
+	D(cycle);
+	D(nest_fail);
+	D(timeout);
+	D(owner_dead);
+#undef D
+	d->slots_in_use = b->slots_in_use;
+	d->slots_high_water = b->slots_high_water;
+	d->slot_limit = b->slot_limit;
+}
+
+static void stats_add(struct rqspin_lock_stats *into, const struct rqspin_lock_stats *d)
+{
+#define A(f) into->f += d->f
+	A(fast);
+	A(pending);
+	A(queued);
+	A(stolen);
+	A(parked);
+	A(yielded);
+	A(nonode);
+	A(aa);
+	A(abba);
+	A(cycle);
+	A(nest_fail);
+	A(timeout);
+	A(owner_dead);
+#undef A
+	into->slots_in_use = d->slots_in_use;
+	into->slots_high_water = d->slots_high_water;
+	into->slot_limit = d->slot_limit;
+}
+
+static enum run_status run_once(const struct lock_peer *p, unsigned nthr, unsigned cs,
+				unsigned think, uint64_t mask, unsigned dur_ms, unsigned stall_ms,
+				struct run_out *out)
+{
+	struct lw_shared *sh = aligned_alloc(BL_CACHELINE, sizeof(*sh));
+	struct lw_thread *th = aligned_alloc(BL_CACHELINE, nthr * sizeof(*th));
+	struct lw_gate *gate = malloc(sizeof(*gate));
+	pthread_t *tid = calloc(nthr, sizeof(*tid));
+	bool *joined = calloc(nthr, sizeof(*joined));
+	struct rqspin_lock_stats before, after;
+	void *obj = NULL;
+	unsigned created = 0;
+	enum run_status st = RUN_OK;
+	bool gate_ready = false;
+	uint64_t t0, t1;
+	struct timespec dl;
+
+	if (!sh || !th || !gate || !tid || !joined || !(obj = p->create(nthr))) {
+		cli_error("%s: out of memory", p->name);
+		st = RUN_ERROR;
+		goto free_all;
+	}
+	memset(sh, 0, sizeof(*sh));
+	memset(th, 0, nthr * sizeof(*th));
+	pthread_mutex_init(&gate->m, NULL);
+	pthread_cond_init(&gate->cv, NULL);
+	gate_ready = true;
+	gate->ready = 0;
+	gate->go = false;
+	atomic_init(&sh->stop, false);
+	for (unsigned i = 0; i < nthr; i++) {
+		th[i].sh = sh;
+		th[i].obj = obj;
+		th[i].ctx = p->ctx(obj, i);
+		th[i].gate = gate;
+		th[i].cs = cs;
+		th[i].think = think;
+		th[i].sample_mask = mask;
+		th[i].seed = splitmix64(i + 1);
+		atomic_init(&th[i].count, 0);
+	}
+	if (p->flags & LP_LIBRQSPIN)
+		rqspin_lock_stats_get(&before);
+	for (; created < nthr; created++) {
+		int rc = pthread_create(&tid[created], NULL, p->worker, &th[created]);
+
+		if (rc) {
+			cli_error("%s: cannot create thread %u of %u: %s", p->name, created + 1,
+				  nthr, strerror(rc));
+			st = RUN_ERROR;
+			break;
+		}
+	}
+
+	/* Start: everybody at the gate, then open it. The clock starts
+	 * before the gate opens: taken after, it could be late by a whole
+	 * time slice, since the woken workers may preempt this thread. */
+	pthread_mutex_lock(&gate->m);
+	if (st == RUN_ERROR)
+		atomic_store(&sh->stop, true);
+	while (gate->ready < created)
+		pthread_cond_wait(&gate->cv, &gate->m);
+	t0 = now_ns();
+	gate->go = true;
+	pthread_cond_broadcast(&gate->cv);
+	pthread_mutex_unlock(&gate->m);
+
+	if (st == RUN_OK) {
+		struct timespec until = { .tv_sec = (time_t)((t0 + dur_ms * 1000000ull) / 1000000000u),
+					  .tv_nsec = (long)((t0 + dur_ms * 1000000ull) % 1000000000u) };
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+			;
+	}
+	atomic_store(&sh->stop, true);
+	t1 = now_ns();
+	out->elapsed_s = (double)(t1 - t0) / 1e9;
+	for (unsigned i = 0; i < created; i++)
+		out->window[i] = atomic_load_explicit(&th[i].count, memory_order_relaxed);
+
+	/* Join with one deadline for all. */
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += stall_ms / 1000;
+	dl.tv_nsec += (long)(stall_ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	for (unsigned i = 0; i < created; i++) {
+		int rc = pthread_timedjoin_np(tid[i], NULL, &dl);
+
+		if (rc == 0)
+			joined[i] = true;
+		else if (st == RUN_OK)
+			st = RUN_STALLED;
+	}
+	if (st == RUN_STALLED) {
+		/* Leave them their memory (leaked on purpose) and let them go. */
+		for (unsigned i = 0; i < created; i++)
+			if (!joined[i])
+				pthread_detach(tid[i]);
+		free(joined);
+		free(tid);
+		return st;
+	}
+	if (st == RUN_ERROR)
+		goto free_all;
+
+	out->counter = sh->counter;
+	out->acquired = 0;
+	out->worker_ns = (double)(th[0].t_end - th[0].t_begin);
+	for (unsigned i = 0; i < nthr; i++) {
+		out->acquired += atomic_load_explicit(&th[i].count, memory_order_relaxed);
+		hist_merge(out->hist, &th[i].hist);
+		for (int k = 0; k < LW_NFAIL; k++)
+			out->fail[k] += th[i].fail[k];
+	}
+	if (p->flags & LP_LIBRQSPIN) {
+		rqspin_lock_stats_get(&after);
+		stats_delta(&out->lib, &before, &after);
+	}
+
+free_all:
+	if (obj)
+		p->destroy(obj);
+	if (gate_ready) {
+		pthread_mutex_destroy(&gate->m);
+		pthread_cond_destroy(&gate->cv);
+	}
+	free(gate);
+	free(joined);
+	free(tid);
+	free(th);
+	free(sh);
+	return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Results                                                                   */
+
+const struct lb_cell *lb_find(const struct lb_results *r, const char *lock, unsigned threads)
+{
+	for (size_t ti = 0; ti < r->cfg->nthreads; ti++) {
+		if (r->cfg->threads[ti] != threads)
+			continue;
+		for (size_t li = 0; li < r->cfg->nlocks; li++) {
+			const struct lb_cell *c = lb_cell_at(r, ti, li);
+
+			if (strcmp(c->lock->name, lock) == 0)
+				return c->nrep ? c : NULL;
+		}
+	}
+	return NULL;
+}
+
+const struct lb_unc *lb_find_unc(const struct lb_results *r, const char *lock)
+{
+	if (!r->unc)
+		return NULL;
+	for (size_t li = 0; li < r->cfg->nlocks; li++)
+		if (strcmp(r->unc[li].lock->name, lock) == 0)
+			return r->unc[li].n ? &r->unc[li] : NULL;
+	return NULL;
+}
+
+static bool results_alloc(struct lb_results *r, const struct lb_config *c)
+{
+	size_t reps = c->repeats;
+
+	memset(r, 0, sizeof(*r));
+	r->cfg = c;
+	r->ncells = c->nthreads * c->nlocks;
+	r->cells = calloc(r->ncells, sizeof(*r->cells));
+	if (!r->cells)
+		return false;
+	for (size_t ti = 0; ti < c->nthreads; ti++) {
+		for (size_t li = 0; li < c->nlocks; li++) {
+			struct lb_cell *cell = lb_cell_at(r, ti, li);
+
+			cell->lock = c->locks[li];
+			cell->threads = c->threads[ti];
+			cell->ops = calloc(reps, sizeof(double));
+			cell->ops_rep = calloc(reps, sizeof(double));
+			cell->jain_rep = calloc(reps, sizeof(double));
+			cell->min_share_rep = calloc(reps, sizeof(double));
+			cell->per_thread = calloc(cell->threads, sizeof(uint64_t));
+			if (!cell->ops || !cell->ops_rep || !cell->jain_rep || !cell->min_share_rep ||
+			    !cell->per_thread)
+				return false;
+			for (size_t k = 0; k < reps; k++)
+				cell->ops_rep[k] = NAN;
+		}
+	}
+	if (c->uncontended_ms) {
+		r->unc = calloc(c->nlocks, sizeof(*r->unc));
+		if (!r->unc)
+			return false;
+		for (size_t li = 0; li < c->nlocks; li++) {
+			r->unc[li].lock = c->locks[li];
+			r->unc[li].ns = calloc(reps, sizeof(double));
+			r->unc[li].ns_rep = calloc(reps, sizeof(double));
+			if (!r->unc[li].ns || !r->unc[li].ns_rep)
+				return false;
+			for (size_t k = 0; k < reps; k++)
+				r->unc[li].ns_rep[k] = NAN;
+		}
+	}
+	return true;
+}
+
+static void results_free(struct lb_results *r)
+{
+	for (size_t i = 0; r->cells && i < r->ncells; i++) {
+		free(r->cells[i].ops);
+		free(r->cells[i].ops_rep);
+		free(r->cells[i].jain_rep);
+		free(r->cells[i].min_share_rep);
+		free(r->cells[i].per_thread);
+	}
+	free(r->cells);
+	for (size_t li = 0; r->unc && li < r->cfg->nlocks; li++) {
+		free(r->unc[li].ns);
+		free(r->unc[li].ns_rep);
+	}
+	free(r->unc);
+	memset(r, 0, sizeof(*r));
+}
+
+static void summarize(struct lb_results *r)
+{
+	const struct lb_config *c = r->cfg;
+
+	for (size_t i = 0; i < r->ncells; i++) {
+		struct lb_cell *cell = &r->cells[i];
+
+		cell->ops_med = stats_median(cell->ops, cell->nrep);
+		cell->ops_min = stats_min(cell->ops, cell->nrep);
+		cell->ops_max = stats_max(cell->ops, cell->nrep);
+		cell->jain = cell->nrep ? stats_jain(cell->per_thread, cell->threads) : NAN;
+		cell->min_share = cell->nrep ? stats_min_share(cell->per_thread, cell->threads) : NAN;
+		cell->min_share_worst = stats_min(cell->min_share_rep, cell->nrep);
+		if (cell->lock->flags & LP_CAN_FAIL)
+			for (int k = 0; k < LW_NFAIL; k++)
+				r->lib_failures |= cell->fail[k] != 0;
+	}
+	for (size_t ti = 0; ti < c->nthreads; ti++) {
+		const struct lb_cell *base = NULL;
+
+		for (size_t li = 0; li < c->nlocks; li++)
+			if (c->locks[li] == c->baseline)
+				base = lb_cell_at(r, ti, li);
+		for (size_t li = 0; li < c->nlocks; li++) {
+			struct lb_cell *cell = lb_cell_at(r, ti, li);
+
+			cell->ratio = base ? stats_paired_ratio(cell->ops_rep, base->ops_rep,
+								c->repeats, NULL, NULL, NULL)
+					   : NAN;
+		}
+	}
+	for (size_t li = 0; r->unc && li < c->nlocks; li++) {
+		struct lb_unc *u = &r->unc[li];
+
+		u->med = stats_median(u->ns, u->n);
+		u->min = stats_min(u->ns, u->n);
+		u->max = stats_max(u->ns, u->n);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* The schedule                                                              */
+
+static void progress(const struct lb_config *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void progress(const struct lb_config *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->quiet)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fflush(stderr);
+}
+
+static uint64_t sample_mask(unsigned every)
+{
+	return every ? (uint64_t)every - 1 : UINT64_MAX;
+}
+
+/* One slice of the uncontended pass: ns per lock+unlock, or NaN. */
+static double run_uncontended(struct lb_results *r, struct lb_unc *u, unsigned ms)
+{
+	const struct lb_config *c = r->cfg;
+	uint64_t window = 0;
+	struct hist *h = malloc(sizeof(*h));
+	struct run_out out = { .window = &window, .hist = h };
+	enum run_status st;
+	double ns = NAN;
+
+	if (!h)
+		return NAN;
+	hist_reset(h);
+	st = run_once(u->lock, 1, 0, 0, UINT64_MAX, ms, c->stall_timeout_ms, &out);
+	if (st == RUN_OK && out.acquired > 0) {
+		/* The worker's own clock and count: exact even if this thread
+		 * was descheduled around the start or the stop. */
+		ns = out.worker_ns / (double)out.acquired;
+		if (out.counter != out.acquired) {
+			progress(c, "\n");
+			cli_error("MUTUAL EXCLUSION BROKEN: %s, 1 thread: counter %llu, acquisitions %llu",
+				  u->lock->name, (unsigned long long)out.counter,
+				  (unsigned long long)out.acquired);
+			r->broken = true;
+		}
+	} else if (st == RUN_STALLED) {
+		u->stalled = true;
+		r->any_stalled = true;
+		if (u->lock->flags & LP_LIBRQSPIN)
+			r->lib_stalled = true;
+		progress(c, "\n");
+		cli_error("%s: a single uncontended thread did not stop within %u ms", u->lock->name,
+			  c->stall_timeout_ms);
+	}
+	free(h);
+	return ns;
+}
+
+/* The uncontended pass of one repeat: LB_UNC_SLICES rounds over all locks
+ * (rotated), each lock's fastest slice kept. */
+static void run_uncontended_pass(struct lb_results *r, unsigned rep)
+{
+	const struct lb_config *c = r->cfg;
+	size_t nl = c->nlocks;
+	unsigned ms = c->uncontended_ms / LB_UNC_SLICES;
+	double *best = malloc(nl * sizeof(*best));
+
+	if (!best)
+		return;
+	if (ms == 0)
+		ms = 1;
+	for (size_t li = 0; li < nl; li++)
+		best[li] = NAN;
+	for (unsigned s = 0; s < LB_UNC_SLICES; s++) {
+		for (size_t k = 0; k < nl; k++) {
+			size_t li = (k + rep + s) % nl;
+			double ns;
+
+			if (r->unc[li].stalled)
+				continue;
+			ns = run_uncontended(r, &r->unc[li], ms);
+			if (isfinite(ns) && !(ns >= best[li]))
+				best[li] = ns;
+		}
+	}
+	for (size_t li = 0; li < nl; li++) {
+		struct lb_unc *u = &r->unc[li];
+
+		if (!isfinite(best[li]))
+			continue;
+		u->ns[u->n++] = best[li];
+		u->ns_rep[rep] = best[li];
+	}
+	free(best);
+}
+
+/* Runs cell once (repeat rep); returns false if the lock stalled. */
+static bool run_cell(struct lb_results *r, struct lb_cell *cell, unsigned rep)
+{
+	const struct lb_config *c = r->cfg;
+	uint64_t *window = calloc(cell->threads, sizeof(uint64_t));
+	struct run_out out = { .window = window, .hist = &cell->hist };
+	enum run_status st;
+	uint64_t sum = 0;
+
+	if (!window) {
+		cell->error = true;
+		return true;
+	}
+	st = run_once(cell->lock, cell->threads, c->cs, c->think, sample_mask(c->sample_every),
+		      c->duration_ms, c->stall_timeout_ms, &out);
+	if (st == RUN_ERROR) {
+		cell->error = true;
+		free(window);
+		return true;
+	}
+	/* The window counts are valid even when workers then stalled. */
+	for (unsigned i = 0; i < cell->threads; i++) {
+		sum += window[i];
+		cell->per_thread[i] += window[i];
+	}
+	cell->ops[cell->nrep] = (double)sum / out.elapsed_s;
+	cell->ops_rep[rep] = cell->ops[cell->nrep];
+	cell->jain_rep[cell->nrep] = stats_jain(window, cell->threads);
+	cell->min_share_rep[cell->nrep] = stats_min_share(window, cell->threads);
+	cell->nrep++;
+	free(window);
+	if (st == RUN_STALLED) {
+		cell->stalled = true;
+		r->any_stalled = true;
+		if (cell->lock->flags & LP_LIBRQSPIN)
+			r->lib_stalled = true;
+		progress(c, "\n"); /* end the progress line */
+		cli_error("%s, %u threads: workers did not return within %u ms of the stop: "
+			  "reported as stalled, not run again at >= %u threads",
+			  cell->lock->name, cell->threads, c->stall_timeout_ms, cell->threads);
+		return false;
+	}
+	cell->acquired += out.acquired;
+	for (int k = 0; k < LW_NFAIL; k++)
+		cell->fail[k] += out.fail[k];
+	stats_add(&cell->lib, &out.lib);
+	if (out.counter != out.acquired) {
+		cell->broken = true;
+		cell->lost_updates += out.acquired > out.counter ? out.acquired - out.counter
+								   : out.counter - out.acquired;
+		r->broken = true;
+		progress(c, "\n");
+		cli_error("MUTUAL EXCLUSION BROKEN: %s, %u threads: shared counter %llu, "
+			  "acquisitions %llu",
+			  cell->lock->name, cell->threads, (unsigned long long)out.counter,
+			  (unsigned long long)out.acquired);
+	}
+	return true;
+}
+
+static void run_schedule(struct lb_results *r)
+{
+	const struct lb_config *c = r->cfg;
+	size_t nl = c->nlocks;
+	/* Smallest thread count at which each lock stalled (0 = never). */
+	unsigned *stalled_at = calloc(nl, sizeof(unsigned));
+	uint64_t start = now_ns();
+	struct load_snap load0, load1;
+	double est_s = (double)c->repeats *
+		       ((double)nl * (double)c->nthreads * c->duration_ms + (double)nl * c->uncontended_ms) /
+		       1000.0;
+	char buf[16];
+
+	progress(c, "%s: %zu locks x %zu thread counts x %u repeats x %u ms: about %.0f s\n",
+		 cli_prog, nl, c->nthreads, c->repeats, c->duration_ms, est_s);
+	load_snapshot(&load0);
+	for (unsigned rep = 0; rep < c->repeats; rep++) {
+		if (r->unc) {
+			progress(c, "[%u/%u] uncontended:", rep + 1, c->repeats);
+			run_uncontended_pass(r, rep);
+			for (size_t li = 0; li < nl; li++)
+				if (isfinite(r->unc[li].ns_rep[rep]))
+					progress(c, " %s %.1fns", r->unc[li].lock->name,
+						 r->unc[li].ns_rep[rep]);
+			progress(c, "\n");
+		}
+		for (size_t ti = 0; ti < c->nthreads; ti++) {
+			unsigned nthr = c->threads[ti];
+
+			progress(c, "[%u/%u] %u thread%s:", rep + 1, c->repeats, nthr,
+				 nthr == 1 ? "" : "s");
+			for (size_t k = 0; k < nl; k++) {
+				size_t li = (k + rep) % nl;
+				struct lb_cell *cell = lb_cell_at(r, ti, li);
+
+				if (stalled_at && stalled_at[li] && nthr >= stalled_at[li]) {
+					if (!cell->nrep)
+						cell->skipped = true;
+					continue;
+				}
+				if (cell->error)
+					continue;
+				if (!run_cell(r, cell, rep) && stalled_at)
+					stalled_at[li] = nthr;
+				if (cell->nrep)
+					progress(c, " %s %s%s", cell->lock->name,
+						 fmt_si(buf, sizeof(buf), cell->ops[cell->nrep - 1]),
+						 cell->stalled ? "(stalled)" : "");
+			}
+			progress(c, " (%.0f s)\n", (double)(now_ns() - start) / 1e9);
+		}
+	}
+	free(stalled_at);
+	r->wall_s = (double)(now_ns() - start) / 1e9;
+	load_snapshot(&load1);
+	r->load = load_between(&load0, &load1);
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* Runs the lock suite. For `all`, *ao (if not NULL) receives what the
+ * following suites need, with ao->ran set when the suite ran (not for
+ * --help or bad arguments), and its verdict counts. */
+static int lock_run(int argc, char **argv, struct suite_all_opts *ao, size_t *pass, size_t *fail)
+{
+	struct lb_config c;
+	struct lb_results r;
+	bool done;
+	int rc = parse_args(argc, argv, &c, &done);
+
+	if (rc != CLI_EXIT_OK || done)
+		return rc;
+	if (ao) {
+		ao->ran = true;
+		ao->quick = c.quick;
+		ao->quiet = c.quiet;
+		ao->json_path = c.json_path;
+		ao->csv_path = c.csv_path;
+	}
+	if (!results_alloc(&r, &c)) {
+		cli_error("out of memory");
+		results_free(&r);
+		config_free(&c);
+		return CLI_EXIT_FAIL;
+	}
+	sysinfo_collect(&r.sys);
+	if (!c.quiet) {
+		fprintf(stderr, "%s %s\n", cli_prog, c.suite);
+		sysinfo_print(stderr, &r.sys, "  ");
+	}
+	run_schedule(&r);
+	summarize(&r);
+	verdicts_compute(&r);
+
+	report_header(stdout, &r);
+	if (r.unc)
+		report_uncontended(stdout, &r);
+	report_table(stdout, &r);
+	report_libstats(stdout, &r);
+	report_verdicts(stdout, &r);
+	fflush(stdout);
+	for (size_t i = 0; pass && fail && i < r.nverdicts; i++) {
+		*pass += r.verdicts[i].status == V_PASS;
+		*fail += r.verdicts[i].status == V_FAIL;
+	}
+
+	rc = CLI_EXIT_OK;
+	if (c.json_path) {
+		if (report_json(c.json_path, &r) == 0)
+			printf("JSON written to %s\n", c.json_path);
+		else
+			rc = CLI_EXIT_FAIL;
+	}
+	if (c.csv_path) {
+		if (report_csv(c.csv_path, &r) == 0)
+			printf("CSV written to %s\n", c.csv_path);
+		else
+			rc = CLI_EXIT_FAIL;
+	}
+	if (c.plot_path) {
+		int prc = report_plot(c.plot_path, &r);
+
+		if (prc == 0)
+			printf("Plot written to %s\n", c.plot_path);
+		else if (prc < 0 || strcmp(c.suite, "all") != 0)
+			rc = CLI_EXIT_FAIL; /* asked for explicitly, or gnuplot failed */
+	}
+	if (r.broken) {
+		cli_error("FAILED: mutual exclusion broke (see above)");
+		rc = CLI_EXIT_FAIL;
+	}
+	if (r.lib_stalled) {
+		cli_error("FAILED: a librqspin lock stalled (workers did not return)");
+		rc = CLI_EXIT_FAIL;
+	}
+	if (r.any_stalled) {
+		/* Stalled workers still run (or spin): do not wait for them or
+		 * run exit handlers under their feet. */
+		fflush(NULL);
+		_exit(rc);
+	}
+	results_free(&r);
+	config_free(&c);
+	return rc;
+}
+
+int lock_bench_main(int argc, char **argv)
+{
+	return lock_run(argc, argv, NULL, NULL, NULL);
+}
+
+int alloc_bench_main(int argc, char **argv);
+int storage_bench_main(int argc, char **argv);
+
+/* The allocator and storage suites in their quick form (their full runs
+ * are `rqspin-bench alloc` / `storage`). The argument vectors stay alive:
+ * the allocator suite re-executes the process with them. */
+static int all_run_layers(void)
+{
+	static char a0[] = "alloc", a1[] = "--quick", s0[] = "storage", s1[] = "--quick";
+	static char *alloc_argv[] = { a0, a1, NULL };
+	static char *storage_argv[] = { s0, s1, NULL };
+	int rc, rc2;
+
+	fflush(stdout);
+	fprintf(stderr, "all: allocator suite (quick)\n");
+	printf("\n== rqspin-bench alloc --quick ==\n");
+	fflush(stdout);
+	rc = alloc_bench_main(2, alloc_argv);
+	fprintf(stderr, "all: storage suite (quick)\n");
+	printf("\n== rqspin-bench storage --quick ==\n");
+	fflush(stdout);
+	rc2 = storage_bench_main(2, storage_argv);
+	fflush(stdout);
+	return rc2 > rc ? rc2 : rc;
+}
+
+int all_main(int argc, char **argv)
+{
+	/* The lock suite, then the short torture and deadlock runs (alloc and
+	 * storage join as they land). The worst exit status wins. */
+	struct suite_all_opts ao = { 0 };
+	size_t pass = 0, fail = 0;
+	int rc = lock_run(argc, argv, &ao, &pass, &fail), rc2;
+
+	if (!ao.ran)
+		return rc;
+	rc2 = torture_all(&ao, &pass, &fail);
+	rc = rc2 > rc ? rc2 : rc;
+	rc2 = deadlock_all(&ao, &pass, &fail);
+	rc = rc2 > rc ? rc2 : rc;
+	rc2 = all_run_layers();
+	rc = rc2 > rc ? rc2 : rc;
+	printf("Suite 'all': %zu lock verdicts passed, %zu failed (lock, torture, deadlock; the "
+	       "allocator and storage suites print their own)%s\n",
+	       pass, fail, rc ? "; FAILED (see the errors above)" : "");
+	return rc;
+}

@@ -1,0 +1,33 @@
+# CTest smoke tests of the harness: each subcommand in its quick mode, the
+# JSON it writes, and clean failures on bad arguments. No performance
+# threshold here: figures are the benchmarks' business, not the tests'.
+if(NOT BUILD_TESTING)
+  return()
+endif()
+set(_b $<TARGET_FILE:rqspin-bench>)
+set(_out ${CMAKE_CURRENT_BINARY_DIR}/smoke)
+file(MAKE_DIRECTORY ${_out})
+set(_locks qspin,rqspin,pthread_spin,pthread_mutex,ttas,cas_floor)
+if(RQSPIN_BENCH_HAVE_CK)
+  string(APPEND _locks ",ck_mcs,ck_ticket,ck_clh")
+endif()
+
+add_test(NAME bench_lock_quick
+  COMMAND ${CMAKE_COMMAND} -DBENCH=${_b} -DOUT=${_out}/lock.json -DLOCKS=${_locks}
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/smoke_lock.cmake)
+add_test(NAME bench_torture_quick COMMAND ${_b} torture --quick --json ${_out}/torture.json)
+add_test(NAME bench_deadlock_quick COMMAND ${_b} deadlock --quick --json ${_out}/deadlock.json)
+add_test(NAME bench_alloc_quick COMMAND ${_b} alloc --quick)
+add_test(NAME bench_storage_quick COMMAND ${_b} storage --quick --owners 1000 --reps 1)
+add_test(NAME bench_bad_subcommand COMMAND ${_b} frobnicate)
+add_test(NAME bench_bad_option COMMAND ${_b} lock --bogus)
+add_test(NAME bench_bad_threads COMMAND ${_b} lock --threads 0)
+set_tests_properties(bench_bad_subcommand bench_bad_option bench_bad_threads PROPERTIES
+  WILL_FAIL TRUE)
+set_tests_properties(bench_lock_quick bench_torture_quick bench_deadlock_quick
+  bench_alloc_quick bench_storage_quick PROPERTIES TIMEOUT 300 LABELS bench)
+if(RQSPIN_SANITIZE STREQUAL "")
+  # The harness must notice a lock that does not exclude (a deliberate race).
+  add_test(NAME bench_detects_broken_lock COMMAND ${_b} lock --locks none --threads 2 --quick)
+  set_tests_properties(bench_detects_broken_lock PROPERTIES WILL_FAIL TRUE LABELS bench)
+endif()

@@ -1,0 +1,1398 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `rqspin-bench torture`: the kernel's locktorture in userspace, and the
+ * signal modes of its rqspinlock stress module (bpf_test_rqspinlock.c).
+ *
+ * Plain mode (locktorture's spin_lock writers): N threads hammer one lock
+ * with random hold times - busy waits, mostly short, with an occasional
+ * long one (locktorture's write delay: 1 in --long-hold-every holds lasts
+ * --long-hold-us) - and random think times between acquisitions. Every
+ * critical section checks mutual exclusion twice, with plain memory only
+ * the lock protects: an owner field (must be 0 on entry, is set to the
+ * thread's id, must still be that id before the release) and a counter
+ * (one load at entry, one store at exit; at the end it must equal the
+ * number of successful acquisitions). Every lock() call is timed into a
+ * histogram, per thread counts give fairness (Jain's index, the smallest
+ * share of a fair share), and rqspin failures are counted by error.
+ *
+ * Signal modes (rqspin only), the stress module's NMI test: every worker
+ * has its own POSIX timer (timer_create, SIGEV_THREAD_ID) firing about
+ * every --timer-us; its handler takes a lock too, holds it
+ * --handler-hold-us, releases it, and re-arms the one-shot timer (the
+ * analogue of perf's NMI throttling: back-to-back handlers that wait for a
+ * timeout would starve their own worker, which may be the holder everybody
+ * waits for). Workers hold their lock a few hundred microseconds. Locks by
+ * mode (worker / handler):
+ *   aa      A / A
+ *   abba    odd threads A / B, even threads B / A
+ *   abbcca  by thread % 3: (A,B), (B,C), (C,A)
+ * Counts, histograms and errors are kept per context (normal, handler).
+ *
+ * Bounded: workers check a stop flag between acquisitions (and handlers
+ * before taking a lock); at the stop each worker blocks the signal and
+ * deletes its timer before it returns; the main thread joins with a
+ * deadline (--stall-timeout-ms) and reports workers that did not return as
+ * stalled (the process then ends with _exit).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "lock_worker.h"
+#include "report.h"
+#include "suite.h"
+
+#define TT_SIG SIGUSR1
+#define TT_MAX_THREADS 1024
+#define TT_MAX_LOCKS 3
+
+#define DEF_DURATION_MS 3000
+#define QUICK_DURATION_MS 150
+#define ALL_DURATION_MS 500
+#define ALL_QUICK_DURATION_MS 100
+#define DEF_HOLD_US 2
+#define DEF_MODE_HOLD_US 400
+#define DEF_LONG_HOLD_US 500
+#define DEF_LONG_EVERY 1000
+#define DEF_THINK_US 2
+#define DEF_MODE_THINK_US 50
+#define DEF_HANDLER_HOLD_US 20
+#define DEF_TIMER_US 1000
+#define DEF_STALL_MS 10000
+#define DEF_LOCKS "qspin,rqspin,pthread_spin"
+
+const char *const tt_mode_name[TT_NMODES] = { "plain", "aa", "abba", "abbcca" };
+const char *const tt_ctx_name[TT_NCTX] = { "normal", "handler" };
+
+/* ------------------------------------------------------------------------ */
+/* Shared helpers of the suites (suite.h)                                    */
+
+char *suite_derived_path(const char *path, const char *tag, const char *ext)
+{
+	size_t n = strlen(path), el = strlen(ext);
+	char *out = malloc(n + strlen(tag) + el + 4);
+
+	if (!out)
+		return NULL;
+	if (n > el + 1 && path[n - el - 1] == '.' && strcmp(path + n - el, ext) == 0)
+		sprintf(out, "%.*s.%s.%s", (int)(n - el - 1), path, tag, ext);
+	else
+		sprintf(out, "%s.%s.%s", path, tag, ext);
+	return out;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One run                                                                   */
+
+/* A lock and the plain data only it protects. */
+struct tt_guard {
+	alignas(BL_CACHELINE) void *obj;
+	volatile uint64_t owner;   /* id of the context inside, 0 = none */
+	volatile uint64_t counter; /* successful acquisitions */
+};
+
+struct tt_shared {
+	alignas(BL_CACHELINE) atomic_bool stop;
+	alignas(BL_CACHELINE) _Atomic uint64_t violations;
+	const struct lock_peer *p;
+	enum tt_mode mode;
+	unsigned ng;
+	struct tt_guard g[TT_MAX_LOCKS];
+	struct lw_gate gate;
+	uint64_t hold_lo_ns, hold_hi_ns, long_ns, think_ns, handler_ns, timer_ns;
+	unsigned long_every;
+};
+
+struct tt_thread {
+	alignas(BL_CACHELINE) struct tt_shared *sh;
+	unsigned idx;
+	uint64_t id; /* the worker's; its handler uses id + 1 */
+	void *ctx;
+	uint64_t rng;
+	timer_t timer;
+	bool have_timer;
+	int setup_err;
+	volatile sig_atomic_t stopping;
+	/* Written by the worker, and by its handler for TT_HANDLER only;
+	 * read after the join. */
+	uint64_t ok[TT_NCTX];
+	uint64_t fail[TT_NCTX][TT_NFAIL];
+	uint64_t lock_ok[TT_NCTX][TT_MAX_LOCKS];
+	uint64_t handler_runs, long_holds;
+	struct hist lat_ok[TT_NCTX], lat_fail[TT_NCTX];
+};
+
+static __thread struct tt_thread *tt_self;
+
+static inline uint64_t tt_rand(uint64_t *s)
+{
+	/* xorshift64* */
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+static uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* The lock a context of thread idx takes (index into g). */
+static unsigned tt_lock_index(enum tt_mode m, unsigned idx, enum tt_ctx x)
+{
+	switch (m) {
+	case TT_ABBA:
+		/* odd: worker A, handler B; even: worker B, handler A */
+		return (idx % 2) ? (unsigned)x : 1u - (unsigned)x;
+	case TT_ABBCCA:
+		return (idx + (unsigned)x) % 3;
+	default:
+		return 0;
+	}
+}
+
+static int fail_kind(int err)
+{
+	switch (err) {
+	case -EDEADLK:
+		return LW_FAIL_EDEADLK;
+	case -ETIMEDOUT:
+		return LW_FAIL_ETIMEDOUT;
+	case -EOWNERDEAD:
+		return LW_FAIL_EOWNERDEAD;
+	default:
+		return LW_FAIL_OTHER;
+	}
+}
+
+/* Lock, check, hold, check, unlock. Async-signal-safe for rqspin (the only
+ * lock taken in handlers). Returns lock()'s result. */
+static int tt_cs(struct tt_thread *t, enum tt_ctx x, uint64_t hold_ns)
+{
+	struct tt_shared *sh = t->sh;
+	unsigned li = tt_lock_index(sh->mode, t->idx, x);
+	struct tt_guard *g = &sh->g[li];
+	uint64_t id = t->id + (uint64_t)x, t0, t1, c;
+	int r;
+
+	t0 = suite_now_ns();
+	r = sh->p->lock(g->obj, t->ctx);
+	t1 = suite_now_ns();
+	if (r) {
+		t->fail[x][fail_kind(r)]++;
+		if (r != -EOWNERDEAD) { /* -EOWNERDEAD: acquired anyway */
+			hist_add(&t->lat_fail[x], t1 - t0);
+			return r;
+		}
+	}
+	hist_add(&t->lat_ok[x], t1 - t0);
+	if (g->owner != 0)
+		atomic_fetch_add_explicit(&sh->violations, 1, memory_order_relaxed);
+	g->owner = id;
+	c = g->counter;
+	suite_busy_ns(hold_ns);
+	g->counter = c + 1;
+	if (g->owner != id)
+		atomic_fetch_add_explicit(&sh->violations, 1, memory_order_relaxed);
+	g->owner = 0;
+	sh->p->unlock(g->obj, t->ctx);
+	t->ok[x]++;
+	t->lock_ok[x][li]++;
+	return r;
+}
+
+static void tt_arm(struct tt_thread *t, uint64_t ns)
+{
+	struct itimerspec its;
+
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = (time_t)(ns / 1000000000u);
+	its.it_value.tv_nsec = (long)(ns % 1000000000u);
+	timer_settime(t->timer, 0, &its, NULL); /* async-signal-safe */
+}
+
+static void tt_on_signal(int sig)
+{
+	int e = errno;
+	struct tt_thread *t = tt_self;
+
+	(void)sig;
+	if (t && !t->stopping) {
+		struct tt_shared *sh = t->sh;
+
+		if (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
+			t->handler_runs++;
+			(void)tt_cs(t, TT_HANDLER, sh->handler_ns);
+		}
+		/* One-shot, re-armed here: see the file comment. */
+		if (!t->stopping)
+			tt_arm(t, sh->timer_ns);
+	}
+	errno = e;
+}
+
+static uint64_t tt_hold(struct tt_thread *t)
+{
+	struct tt_shared *sh = t->sh;
+	uint64_t span = sh->hold_hi_ns - sh->hold_lo_ns;
+
+	if (sh->long_every && tt_rand(&t->rng) % sh->long_every == 0) {
+		t->long_holds++;
+		return sh->long_ns;
+	}
+	return sh->hold_lo_ns + (span ? tt_rand(&t->rng) % (span + 1) : 0);
+}
+
+static void *tt_worker(void *arg)
+{
+	struct tt_thread *t = arg;
+	struct tt_shared *sh = t->sh;
+
+	tt_self = t;
+	if (sh->mode != TT_PLAIN) {
+		struct sigevent sev;
+
+		memset(&sev, 0, sizeof(sev));
+		sev.sigev_notify = SIGEV_THREAD_ID;
+		sev.sigev_signo = TT_SIG;
+		sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+		if (timer_create(CLOCK_MONOTONIC, &sev, &t->timer) == 0)
+			t->have_timer = true;
+		else
+			t->setup_err = errno;
+	}
+	lw_gate_wait(&sh->gate);
+	if (t->have_timer)
+		/* Spread the first expiries over the period. */
+		tt_arm(t, sh->timer_ns + (t->idx * 37000ull) % sh->timer_ns);
+	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed) && !t->setup_err) {
+		(void)tt_cs(t, TT_NORMAL, tt_hold(t));
+		if (sh->think_ns)
+			suite_busy_ns(tt_rand(&t->rng) % (sh->think_ns + 1));
+	}
+	if (t->have_timer) {
+		sigset_t set;
+
+		/* No handler from here on: a signal still pending stays
+		 * blocked and is dropped when the thread exits. */
+		t->stopping = 1;
+		atomic_signal_fence(memory_order_seq_cst);
+		sigemptyset(&set);
+		sigaddset(&set, TT_SIG);
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+		timer_delete(t->timer);
+	}
+	tt_self = NULL;
+	return NULL;
+}
+
+static void stats_sub(struct rqspin_lock_stats *d, const struct rqspin_lock_stats *a,
+		      const struct rqspin_lock_stats *b)
+{
+#define D(f) d->f = b->f - a->f
+	D(fast);
+	D(pending);
+	D(queued);
+	D(stolen);
+	D(parked);
+	D(yielded);
+	D(nonode);
+	D(aa);
+	D(abba);
+	D(cycle);
+	D(nest_fail);
+	D(timeout);
+	D(owner_dead);
+#undef D
+}
+
+enum tt_status { TT_OK, TT_STALLED, TT_ERROR };
+
+static enum tt_status tt_run_cell(const struct tt_config *c, struct tt_cell *cell)
+{
+	const struct lock_peer *p = cell->lock;
+	unsigned n = cell->threads;
+	struct tt_shared *sh = aligned_alloc(BL_CACHELINE, sizeof(*sh));
+	struct tt_thread *th = aligned_alloc(BL_CACHELINE, n * sizeof(*th));
+	pthread_t *tid = calloc(n, sizeof(*tid));
+	bool *joined = calloc(n, sizeof(*joined));
+	struct sigaction sa, old_sa;
+	bool handler_set = false, gate_ready = false;
+	struct rqspin_lock_stats before, after;
+	enum tt_status st = TT_OK;
+	unsigned created = 0;
+	uint64_t t0, t1, sum_ok = 0, sum_counter = 0;
+	struct timespec dl;
+
+	if (!sh || !th || !tid || !joined) {
+		cli_error("torture: out of memory");
+		st = TT_ERROR;
+		goto out;
+	}
+	memset(sh, 0, sizeof(*sh));
+	memset(th, 0, n * sizeof(*th));
+	atomic_init(&sh->stop, false);
+	atomic_init(&sh->violations, 0);
+	sh->p = p;
+	sh->mode = c->mode;
+	sh->ng = c->mode == TT_ABBA ? 2 : c->mode == TT_ABBCCA ? 3 : 1;
+	sh->hold_hi_ns = (uint64_t)c->hold_us * 1000;
+	sh->hold_lo_ns = c->mode == TT_PLAIN ? 0 : sh->hold_hi_ns / 2;
+	sh->long_ns = (uint64_t)c->long_hold_us * 1000;
+	sh->long_every = c->long_hold_every;
+	sh->think_ns = (uint64_t)c->think_us * 1000;
+	sh->handler_ns = (uint64_t)c->handler_hold_us * 1000;
+	sh->timer_ns = (uint64_t)(c->timer_us ? c->timer_us : 1) * 1000;
+	for (unsigned i = 0; i < sh->ng; i++) {
+		if (!(sh->g[i].obj = p->create(n))) {
+			cli_error("torture: %s: cannot create the lock", p->name);
+			st = TT_ERROR;
+			goto out;
+		}
+	}
+	pthread_mutex_init(&sh->gate.m, NULL);
+	pthread_cond_init(&sh->gate.cv, NULL);
+	gate_ready = true;
+	for (unsigned i = 0; i < n; i++) {
+		th[i].sh = sh;
+		th[i].idx = i;
+		th[i].id = 2 * (uint64_t)(i + 1);
+		th[i].ctx = p->ctx(sh->g[0].obj, i);
+		th[i].rng = splitmix64(i + 1) | 1;
+	}
+	if (c->mode != TT_PLAIN) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = tt_on_signal;
+		sa.sa_flags = SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(TT_SIG, &sa, &old_sa) != 0) {
+			cli_error("torture: sigaction: %s", strerror(errno));
+			st = TT_ERROR;
+			goto out;
+		}
+		handler_set = true;
+	}
+	if (p->flags & LP_LIBRQSPIN)
+		rqspin_lock_stats_get(&before);
+	for (; created < n; created++) {
+		int rc = pthread_create(&tid[created], NULL, tt_worker, &th[created]);
+
+		if (rc) {
+			cli_error("torture: %s: cannot create thread %u of %u: %s", p->name,
+				  created + 1, n, strerror(rc));
+			st = TT_ERROR;
+			break;
+		}
+	}
+	pthread_mutex_lock(&sh->gate.m);
+	if (st == TT_ERROR)
+		atomic_store(&sh->stop, true);
+	while (sh->gate.ready < created)
+		pthread_cond_wait(&sh->gate.cv, &sh->gate.m);
+	t0 = suite_now_ns();
+	sh->gate.go = true;
+	pthread_cond_broadcast(&sh->gate.cv);
+	pthread_mutex_unlock(&sh->gate.m);
+	if (st == TT_OK) {
+		uint64_t end = t0 + (uint64_t)c->duration_ms * 1000000u;
+		struct timespec until = { .tv_sec = (time_t)(end / 1000000000u),
+					  .tv_nsec = (long)(end % 1000000000u) };
+
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+			;
+	}
+	atomic_store(&sh->stop, true);
+	t1 = suite_now_ns();
+	cell->elapsed_s = (double)(t1 - t0) / 1e9;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += c->stall_timeout_ms / 1000;
+	dl.tv_nsec += (long)(c->stall_timeout_ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	for (unsigned i = 0; i < created; i++) {
+		if (pthread_timedjoin_np(tid[i], NULL, &dl) == 0)
+			joined[i] = true;
+		else if (st == TT_OK)
+			st = TT_STALLED;
+	}
+	if (st == TT_STALLED) {
+		/* Leave them their memory, the handler and the locks (leaked
+		 * on purpose); the process ends with _exit. */
+		for (unsigned i = 0; i < created; i++)
+			if (!joined[i])
+				pthread_detach(tid[i]);
+		cell->stalled = true;
+		free(joined);
+		free(tid);
+		return st;
+	}
+	if (p->flags & LP_LIBRQSPIN) {
+		rqspin_lock_stats_get(&after);
+		stats_sub(&cell->lib, &before, &after);
+	}
+	for (unsigned i = 0; i < created; i++) {
+		const struct tt_thread *t = &th[i];
+
+		if (t->setup_err && st == TT_OK) {
+			cli_error("torture: timer_create: %s", strerror(t->setup_err));
+			st = TT_ERROR;
+		}
+		cell->per_thread[i] = t->ok[TT_NORMAL];
+		cell->idle_workers += t->ok[TT_NORMAL] == 0;
+		cell->handler_runs += t->handler_runs;
+		cell->long_holds += t->long_holds;
+		for (int x = 0; x < TT_NCTX; x++) {
+			cell->ok[x] += t->ok[x];
+			for (int k = 0; k < TT_NFAIL; k++)
+				cell->fail[x][k] += t->fail[x][k];
+			for (unsigned li = 0; li < sh->ng; li++)
+				sum_ok += t->lock_ok[x][li];
+			hist_merge(&cell->lat_ok[x], &t->lat_ok[x]);
+			hist_merge(&cell->lat_fail[x], &t->lat_fail[x]);
+		}
+	}
+	for (unsigned li = 0; li < sh->ng; li++)
+		sum_counter += sh->g[li].counter;
+	cell->owner_violations = atomic_load(&sh->violations);
+	cell->lost_updates = sum_ok > sum_counter ? sum_ok - sum_counter : sum_counter - sum_ok;
+	cell->broken = cell->owner_violations || cell->lost_updates;
+	cell->jain = stats_jain(cell->per_thread, n);
+	cell->min_share = stats_min_share(cell->per_thread, n);
+	cell->ran = st != TT_ERROR;
+	cell->error = st == TT_ERROR;
+
+out:
+	if (handler_set)
+		sigaction(TT_SIG, &old_sa, NULL);
+	if (sh) {
+		for (unsigned i = 0; i < sh->ng; i++)
+			if (sh->g[i].obj)
+				p->destroy(sh->g[i].obj);
+		if (gate_ready) {
+			pthread_mutex_destroy(&sh->gate.m);
+			pthread_cond_destroy(&sh->gate.cv);
+		}
+	}
+	free(joined);
+	free(tid);
+	free(th);
+	free(sh);
+	return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                    */
+
+static void progress(const struct tt_config *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void progress(const struct tt_config *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->quiet)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fflush(stderr);
+}
+
+static uint64_t cell_fails(const struct tt_cell *cell, int x)
+{
+	uint64_t s = 0;
+
+	for (int k = 0; k < TT_NFAIL; k++)
+		s += cell->fail[x][k];
+	return s;
+}
+
+static const char *cell_note(const struct tt_cell *cell)
+{
+	if (cell->broken)
+		return "MUTEX BROKEN";
+	if (cell->stalled)
+		return "stalled";
+	if (cell->error)
+		return "error";
+	if (!cell->ran)
+		return "not run";
+	if (cell->idle_workers)
+		return "idle workers";
+	return "ok";
+}
+
+static void tt_print(FILE *f, const struct tt_results *r)
+{
+	const struct tt_config *c = r->cfg;
+	int nctx = c->mode == TT_PLAIN ? 1 : TT_NCTX;
+	bool lib = false;
+
+	fprintf(f, "rqspin-bench %s: torture, mode %s\n", c->suite, tt_mode_name[c->mode]);
+	sysinfo_print(f, &r->sys, "  ");
+	if (c->mode == TT_PLAIN)
+		fprintf(f,
+			"  run:      %u ms per lock and thread count; hold 0..%u us, 1 in %u holds %u "
+			"us; think 0..%u us%s; %.0f s\n",
+			c->duration_ms, c->hold_us, c->long_hold_every, c->long_hold_us, c->think_us,
+			c->quick ? ", quick" : "", r->wall_s);
+	else
+		fprintf(f,
+			"  run:      %u ms per thread count; worker hold %u..%u us (1 in %u: %u us), "
+			"think 0..%u us; per-thread timer every %u us, handler hold %u us%s; %.0f s\n",
+			c->duration_ms, c->hold_us / 2, c->hold_us, c->long_hold_every, c->long_hold_us,
+			c->think_us, c->timer_us, c->handler_hold_us, c->quick ? ", quick" : "",
+			r->wall_s);
+	if (r->load.ok)
+		fprintf(f,
+			"  load:     other processes used %.0f%% of the CPU time during the run, "
+			"hypervisor steal %.0f%%\n",
+			100 * r->load.other, 100 * r->load.steal);
+	fputc('\n', f);
+
+	fprintf(f,
+		"Acquisitions (successful lock() calls), throughput, fairness over the workers\n"
+		"(Jain, smallest share of a fair share), latency of every successful lock() call,\n"
+		"failures by error and the latency of failed calls; check = owner field and\n"
+		"counter\n");
+	fprintf(f, "  %-13s %3s %-7s %9s %8s %6s %6s %7s %7s %7s %7s %7s %7s %7s %7s %7s  %s\n",
+		"lock", "thr", "ctx", "acq", "acq/s", "jain", "minshr", "p50", "p99", "p99.9", "max",
+		"EDEADLK", "ETIMEDO", "EOWNERD", "f.p50", "f.max", "check");
+	for (size_t i = 0; i < r->ncells; i++) {
+		const struct tt_cell *cell = &r->cells[i];
+
+		if (!cell->ran) {
+			fprintf(f, "  %-13s %3u %-7s %9s %8s  %s\n", cell->lock->name, cell->threads,
+				"-", "-", "-", cell_note(cell));
+			continue;
+		}
+		lib |= (cell->lock->flags & LP_LIBRQSPIN) != 0;
+		for (int x = 0; x < nctx; x++) {
+			const struct hist *h = &cell->lat_ok[x], *hf = &cell->lat_fail[x];
+			char acq[16], rate[16], a[16], b[16], d[16], e[16], fp[16], fm[16], js[16],
+				ms[16];
+
+			snprintf(acq, sizeof(acq), "%llu", (unsigned long long)cell->ok[x]);
+			fmt_si(rate, sizeof(rate), (double)cell->ok[x] / cell->elapsed_s);
+			fmt_ns(a, sizeof(a), h->n ? (double)hist_quantile(h, 0.5) : NAN);
+			fmt_ns(b, sizeof(b), h->n ? (double)hist_quantile(h, 0.99) : NAN);
+			fmt_ns(d, sizeof(d), h->n ? (double)hist_quantile(h, 0.999) : NAN);
+			fmt_ns(e, sizeof(e), h->n ? (double)h->max : NAN);
+			fmt_ns(fp, sizeof(fp), hf->n ? (double)hist_quantile(hf, 0.5) : NAN);
+			fmt_ns(fm, sizeof(fm), hf->n ? (double)hf->max : NAN);
+			if (x == TT_NORMAL) {
+				snprintf(js, sizeof(js), "%.3f", cell->jain);
+				snprintf(ms, sizeof(ms), "%.2f", cell->min_share);
+			} else {
+				strcpy(js, "");
+				strcpy(ms, "");
+			}
+			fprintf(f,
+				"  %-13s %3u %-7s %9s %8s %6s %6s %7s %7s %7s %7s %7llu %7llu %7llu "
+				"%7s %7s  %s\n",
+				cell->lock->name, cell->threads, tt_ctx_name[x], acq, rate, js, ms, a,
+				b, d, e, (unsigned long long)cell->fail[x][LW_FAIL_EDEADLK],
+				(unsigned long long)cell->fail[x][LW_FAIL_ETIMEDOUT],
+				(unsigned long long)cell->fail[x][LW_FAIL_EOWNERDEAD], fp, fm,
+				x == TT_NORMAL ? cell_note(cell) : "");
+		}
+		if (cell->broken)
+			fprintf(f, "  %-13s     owner violations %llu, lost updates %llu\n", "",
+				(unsigned long long)cell->owner_violations,
+				(unsigned long long)cell->lost_updates);
+	}
+	if (c->mode != TT_PLAIN) {
+		uint64_t runs = 0;
+
+		for (size_t i = 0; i < r->ncells; i++)
+			runs += r->cells[i].handler_runs;
+		fprintf(f, "  handler runs: %llu (each takes one lock)\n", (unsigned long long)runs);
+	}
+	fputc('\n', f);
+
+	if (lib) {
+		fprintf(f, "librqspin events (rqspin_lock_stats_get, over each run)\n");
+		fprintf(f, "  %-7s %3s %9s %8s %8s %8s %8s %8s %7s %7s %7s %7s %7s %7s\n", "lock",
+			"thr", "fast", "pending", "queued", "stolen", "parked", "yielded", "nonode", "aa",
+			"abba", "cycle", "nest", "timeout");
+		for (size_t i = 0; i < r->ncells; i++) {
+			const struct tt_cell *cell = &r->cells[i];
+			const struct rqspin_lock_stats *s = &cell->lib;
+
+			if (!cell->ran || !(cell->lock->flags & LP_LIBRQSPIN))
+				continue;
+			fprintf(f,
+				"  %-7s %3u %9llu %8llu %8llu %8llu %8llu %8llu %7llu %7llu %7llu %7llu "
+				"%7llu %7llu\n",
+				cell->lock->name, cell->threads, (unsigned long long)s->fast,
+				(unsigned long long)s->pending, (unsigned long long)s->queued,
+				(unsigned long long)s->stolen, (unsigned long long)s->parked,
+				(unsigned long long)s->yielded, (unsigned long long)s->nonode,
+				(unsigned long long)s->aa, (unsigned long long)s->abba,
+				(unsigned long long)s->cycle, (unsigned long long)s->nest_fail,
+				(unsigned long long)s->timeout);
+		}
+		fputc('\n', f);
+	}
+	{
+		char title[96];
+
+		snprintf(title, sizeof(title), "Verdicts (torture, mode %s):", tt_mode_name[c->mode]);
+		vl_print(f, title, &r->verdicts, &r->load);
+	}
+}
+
+static void json_hist_summary(struct json *j, const char *key, const struct hist *h)
+{
+	json_begin_object(j, key);
+	json_uint(j, "samples", h->n);
+	if (h->n) {
+		json_double(j, "mean", (double)h->sum / (double)h->n);
+		json_uint(j, "p50", hist_quantile(h, 0.50));
+		json_uint(j, "p90", hist_quantile(h, 0.90));
+		json_uint(j, "p99", hist_quantile(h, 0.99));
+		json_uint(j, "p999", hist_quantile(h, 0.999));
+		json_uint(j, "max", h->max);
+	}
+	/* Non-empty buckets: [low, width, count]. */
+	json_begin_array(j, "histogram");
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		if (!h->bucket[i])
+			continue;
+		json_begin_array(j, NULL);
+		json_uint(j, NULL, hist_bucket_low(i));
+		json_uint(j, NULL, hist_bucket_width(i));
+		json_uint(j, NULL, h->bucket[i]);
+		json_end_array(j);
+	}
+	json_end_array(j);
+	json_end_object(j);
+}
+
+void suite_json_machine(struct json *j, const struct sysinfo_rec *s, const struct load_share *l)
+{
+	json_begin_object(j, "machine");
+	json_string(j, "cpu", s->cpu);
+	json_uint(j, "cores", s->cores);
+	json_uint(j, "cores_usable", s->cores_usable);
+	json_string(j, "kernel", s->kernel);
+	json_string(j, "compiler", s->compiler);
+	json_string(j, "build_type", s->build_type);
+	json_string(j, "libc", s->libc);
+	json_string(j, "ck", s->ck);
+	json_string(j, "librqspin", s->librqspin);
+	json_string(j, "date", s->date);
+	json_double(j, "clock_gettime_ns", s->timer_ns);
+	if (l->ok) {
+		json_double(j, "other_load_share", l->other);
+		json_double(j, "steal_share", l->steal);
+	}
+	json_end_object(j);
+}
+
+void suite_json_libstats(struct json *j, const struct rqspin_lock_stats *s)
+{
+	json_begin_object(j, "librqspin_stats");
+	json_uint(j, "fast", s->fast);
+	json_uint(j, "pending", s->pending);
+	json_uint(j, "queued", s->queued);
+	json_uint(j, "stolen", s->stolen);
+	json_uint(j, "parked", s->parked);
+	json_uint(j, "yielded", s->yielded);
+	json_uint(j, "nonode", s->nonode);
+	json_uint(j, "aa", s->aa);
+	json_uint(j, "abba", s->abba);
+	json_uint(j, "cycle", s->cycle);
+	json_uint(j, "nest_fail", s->nest_fail);
+	json_uint(j, "timeout", s->timeout);
+	json_uint(j, "owner_dead", s->owner_dead);
+	json_end_object(j);
+}
+
+static int tt_json(const char *path, const struct tt_results *r)
+{
+	const struct tt_config *c = r->cfg;
+	FILE *f = fopen(path, "w");
+	struct json j;
+	int rc;
+
+	if (!f) {
+		cli_error("--json: cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	json_init(&j, f);
+	json_begin_object(&j, NULL);
+	json_string(&j, "tool", "rqspin-bench");
+	json_string(&j, "suite", "torture");
+	json_uint(&j, "format_version", 1);
+	suite_json_machine(&j, &r->sys, &r->load);
+	json_begin_object(&j, "config");
+	json_string(&j, "mode", tt_mode_name[c->mode]);
+	json_begin_array(&j, "locks");
+	for (size_t i = 0; i < c->nlocks; i++)
+		json_string(&j, NULL, c->locks[i]->name);
+	json_end_array(&j);
+	json_begin_array(&j, "threads");
+	for (size_t i = 0; i < c->nthreads; i++)
+		json_uint(&j, NULL, c->threads[i]);
+	json_end_array(&j);
+	json_uint(&j, "duration_ms", c->duration_ms);
+	json_uint(&j, "hold_us", c->hold_us);
+	json_uint(&j, "long_hold_us", c->long_hold_us);
+	json_uint(&j, "long_hold_every", c->long_hold_every);
+	json_uint(&j, "think_us", c->think_us);
+	if (c->mode != TT_PLAIN) {
+		json_uint(&j, "handler_hold_us", c->handler_hold_us);
+		json_uint(&j, "timer_us", c->timer_us);
+	}
+	json_uint(&j, "stall_timeout_ms", c->stall_timeout_ms);
+	json_bool(&j, "quick", c->quick);
+	json_end_object(&j);
+	json_double(&j, "wall_seconds", r->wall_s);
+	json_begin_array(&j, "results");
+	for (size_t i = 0; i < r->ncells; i++) {
+		const struct tt_cell *cell = &r->cells[i];
+
+		json_begin_object(&j, NULL);
+		json_string(&j, "lock", cell->lock->name);
+		json_uint(&j, "threads", cell->threads);
+		json_string(&j, "status", cell->broken    ? "broken"
+					  : cell->stalled ? "stalled"
+					  : cell->error   ? "error"
+					  : cell->ran     ? "ok"
+							  : "not-run");
+		json_double(&j, "elapsed_s", cell->elapsed_s);
+		json_bool(&j, "mutual_exclusion_ok", !cell->broken);
+		json_uint(&j, "owner_violations", cell->owner_violations);
+		json_uint(&j, "lost_updates", cell->lost_updates);
+		json_uint(&j, "long_holds", cell->long_holds);
+		json_double(&j, "jain", cell->ran ? cell->jain : NAN);
+		json_double(&j, "min_share", cell->ran ? cell->min_share : NAN);
+		json_uint(&j, "idle_workers", cell->idle_workers);
+		json_begin_array(&j, "per_thread_acquisitions");
+		for (unsigned t = 0; cell->ran && t < cell->threads; t++)
+			json_uint(&j, NULL, cell->per_thread[t]);
+		json_end_array(&j);
+		if (c->mode != TT_PLAIN)
+			json_uint(&j, "handler_runs", cell->handler_runs);
+		json_begin_object(&j, "contexts");
+		for (int x = 0; x < (c->mode == TT_PLAIN ? 1 : TT_NCTX); x++) {
+			json_begin_object(&j, tt_ctx_name[x]);
+			json_uint(&j, "acquisitions", cell->ok[x]);
+			json_double(&j, "acquisitions_per_sec",
+				    cell->elapsed_s > 0 ? (double)cell->ok[x] / cell->elapsed_s : NAN);
+			json_begin_object(&j, "failures");
+			json_uint(&j, "EDEADLK", cell->fail[x][LW_FAIL_EDEADLK]);
+			json_uint(&j, "ETIMEDOUT", cell->fail[x][LW_FAIL_ETIMEDOUT]);
+			json_uint(&j, "EOWNERDEAD", cell->fail[x][LW_FAIL_EOWNERDEAD]);
+			json_uint(&j, "other", cell->fail[x][LW_FAIL_OTHER]);
+			json_end_object(&j);
+			json_hist_summary(&j, "latency_ns", &cell->lat_ok[x]);
+			json_hist_summary(&j, "failure_latency_ns", &cell->lat_fail[x]);
+			json_end_object(&j);
+		}
+		json_end_object(&j);
+		if (cell->lock->flags & LP_LIBRQSPIN)
+			suite_json_libstats(&j, &cell->lib);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	vl_json(&j, "verdicts", &r->verdicts);
+	json_bool(&j, "mutual_exclusion_ok", !r->broken);
+	json_bool(&j, "stalled", r->any_stalled);
+	json_bool(&j, "ok", !r->broken && !r->lib_stalled);
+	json_end_object(&j);
+	rc = ferror(f) ? -1 : 0;
+	if (fclose(f) != 0)
+		rc = -1;
+	if (rc)
+		cli_error("--json: error writing %s", path);
+	return rc;
+}
+
+static int tt_csv(const char *path, const struct tt_results *r)
+{
+	const struct tt_config *c = r->cfg;
+	FILE *f = fopen(path, "w");
+	int rc;
+
+	if (!f) {
+		cli_error("--csv: cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "lock,threads,mode,ctx,status,elapsed_s,acquisitions,acq_per_s,jain,min_share,"
+		   "lat_p50_ns,lat_p99_ns,lat_p999_ns,lat_max_ns,fail_edeadlk,fail_etimedout,"
+		   "fail_eownerdead,fail_other,fail_lat_p50_ns,fail_lat_max_ns,owner_violations,"
+		   "lost_updates,duration_ms,hold_us,think_us\n");
+	for (size_t i = 0; i < r->ncells; i++) {
+		const struct tt_cell *cell = &r->cells[i];
+
+		for (int x = 0; x < (c->mode == TT_PLAIN ? 1 : TT_NCTX); x++) {
+			const struct hist *h = &cell->lat_ok[x], *hf = &cell->lat_fail[x];
+
+			fprintf(f, "%s,%u,%s,%s,%s,%.4f,%llu,%.6g,", cell->lock->name, cell->threads,
+				tt_mode_name[c->mode], tt_ctx_name[x],
+				cell->broken    ? "broken"
+				: cell->stalled ? "stalled"
+				: cell->error   ? "error"
+				: cell->ran     ? "ok"
+						: "not-run",
+				cell->elapsed_s, (unsigned long long)cell->ok[x],
+				cell->elapsed_s > 0 ? (double)cell->ok[x] / cell->elapsed_s : 0.0);
+			if (cell->ran && x == TT_NORMAL)
+				fprintf(f, "%.4f,%.4f,", cell->jain, cell->min_share);
+			else
+				fputs(",,", f);
+			if (h->n)
+				fprintf(f, "%llu,%llu,%llu,%llu,",
+					(unsigned long long)hist_quantile(h, 0.5),
+					(unsigned long long)hist_quantile(h, 0.99),
+					(unsigned long long)hist_quantile(h, 0.999),
+					(unsigned long long)h->max);
+			else
+				fputs(",,,,", f);
+			fprintf(f, "%llu,%llu,%llu,%llu,",
+				(unsigned long long)cell->fail[x][LW_FAIL_EDEADLK],
+				(unsigned long long)cell->fail[x][LW_FAIL_ETIMEDOUT],
+				(unsigned long long)cell->fail[x][LW_FAIL_EOWNERDEAD],
+				(unsigned long long)cell->fail[x][LW_FAIL_OTHER]);
+			if (hf->n)
+				fprintf(f, "%llu,%llu,", (unsigned long long)hist_quantile(hf, 0.5),
+					(unsigned long long)hf->max);
+			else
+				fputs(",,", f);
+			fprintf(f, "%llu,%llu,%u,%u,%u\n", (unsigned long long)cell->owner_violations,
+				(unsigned long long)cell->lost_updates, c->duration_ms, c->hold_us,
+				c->think_us);
+		}
+	}
+	rc = ferror(f) ? -1 : 0;
+	if (fclose(f) != 0)
+		rc = -1;
+	if (rc)
+		cli_error("--csv: error writing %s", path);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Schedule and results                                                      */
+
+static bool tt_results_alloc(struct tt_results *r, const struct tt_config *c)
+{
+	memset(r, 0, sizeof(*r));
+	r->cfg = c;
+	r->ncells = c->nthreads * c->nlocks;
+	r->cells = calloc(r->ncells, sizeof(*r->cells));
+	if (!r->cells)
+		return false;
+	for (size_t ti = 0; ti < c->nthreads; ti++) {
+		for (size_t li = 0; li < c->nlocks; li++) {
+			struct tt_cell *cell = &r->cells[ti * c->nlocks + li];
+
+			cell->lock = c->locks[li];
+			cell->threads = c->threads[ti];
+			cell->per_thread = calloc(cell->threads, sizeof(uint64_t));
+			if (!cell->per_thread)
+				return false;
+		}
+	}
+	return true;
+}
+
+static void tt_results_free(struct tt_results *r)
+{
+	for (size_t i = 0; r->cells && i < r->ncells; i++)
+		free(r->cells[i].per_thread);
+	free(r->cells);
+	memset(r, 0, sizeof(*r));
+}
+
+static void tt_schedule(struct tt_results *r)
+{
+	const struct tt_config *c = r->cfg;
+	uint64_t start = suite_now_ns();
+	struct load_snap l0, l1;
+	unsigned *stalled_at = calloc(c->nlocks, sizeof(unsigned));
+
+	progress(c, "%s torture (%s): %zu locks x %zu thread counts x %u ms: about %.0f s\n",
+		 cli_prog, tt_mode_name[c->mode], c->nlocks, c->nthreads, c->duration_ms,
+		 (double)c->nlocks * (double)c->nthreads * c->duration_ms / 1000.0);
+	load_snapshot(&l0);
+	for (size_t ti = 0; ti < c->nthreads; ti++) {
+		progress(c, "[torture %s] %u threads:", tt_mode_name[c->mode], c->threads[ti]);
+		for (size_t li = 0; li < c->nlocks; li++) {
+			struct tt_cell *cell = &r->cells[ti * c->nlocks + li];
+			enum tt_status st;
+			char b[16];
+
+			if (stalled_at && stalled_at[li] && cell->threads >= stalled_at[li])
+				continue;
+			st = tt_run_cell(c, cell);
+			if (st == TT_STALLED) {
+				r->any_stalled = true;
+				if (cell->lock->flags & LP_LIBRQSPIN)
+					r->lib_stalled = true;
+				if (stalled_at)
+					stalled_at[li] = cell->threads;
+				progress(c, "\n");
+				cli_error("torture: %s, %u threads: workers did not return within %u ms "
+					  "of the stop: stalled",
+					  cell->lock->name, cell->threads, c->stall_timeout_ms);
+				continue;
+			}
+			if (cell->broken) {
+				r->broken = true;
+				progress(c, "\n");
+				cli_error("MUTUAL EXCLUSION BROKEN: torture %s, %u threads: %llu owner "
+					  "violations, %llu lost updates",
+					  cell->lock->name, cell->threads,
+					  (unsigned long long)cell->owner_violations,
+					  (unsigned long long)cell->lost_updates);
+			}
+			if (cell->ran) {
+				double rate = (double)cell->ok[TT_NORMAL] / cell->elapsed_s;
+
+				progress(c, " %s %s/s%s", cell->lock->name, fmt_si(b, sizeof(b), rate),
+					 cell_fails(cell, 0) + cell_fails(cell, 1) ? "(failures)" : "");
+			}
+		}
+		progress(c, " (%.0f s)\n", (double)(suite_now_ns() - start) / 1e9);
+	}
+	free(stalled_at);
+	r->wall_s = (double)(suite_now_ns() - start) / 1e9;
+	load_snapshot(&l1);
+	r->load = load_between(&l0, &l1);
+}
+
+/* Runs, prints, writes the files. Returns an exit status. */
+static int tt_execute(const struct tt_config *c, size_t *pass, size_t *fail)
+{
+	struct tt_results r;
+	int rc = CLI_EXIT_OK;
+
+	if (!tt_results_alloc(&r, c)) {
+		cli_error("out of memory");
+		tt_results_free(&r);
+		return CLI_EXIT_FAIL;
+	}
+	sysinfo_collect(&r.sys);
+	tt_schedule(&r);
+	torture_verdicts(&r);
+	tt_print(stdout, &r);
+	fflush(stdout);
+	if (pass && fail)
+		vl_count(&r.verdicts, pass, fail);
+	if (c->json_path) {
+		if (tt_json(c->json_path, &r) == 0)
+			printf("JSON written to %s\n", c->json_path);
+		else
+			rc = CLI_EXIT_FAIL;
+	}
+	if (c->csv_path) {
+		if (tt_csv(c->csv_path, &r) == 0)
+			printf("CSV written to %s\n", c->csv_path);
+		else
+			rc = CLI_EXIT_FAIL;
+	}
+	if (r.broken) {
+		cli_error("FAILED: torture: mutual exclusion broke (see above)");
+		rc = CLI_EXIT_FAIL;
+	}
+	if (r.lib_stalled) {
+		cli_error("FAILED: torture: a librqspin lock stalled (workers did not return)");
+		rc = CLI_EXIT_FAIL;
+	}
+	for (size_t i = 0; i < r.ncells; i++)
+		if (r.cells[i].error)
+			rc = CLI_EXIT_FAIL;
+	if (r.any_stalled) {
+		fflush(NULL);
+		_exit(rc);
+	}
+	tt_results_free(&r);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s torture [options]\n\n"
+		"locktorture in userspace. N threads take one lock with random hold times (busy\n"
+		"waits: mostly short, 1 in --long-hold-every lasts --long-hold-us) and random\n"
+		"think times. Each critical section checks mutual exclusion with plain memory: an\n"
+		"owner field (0 on entry, then the thread's id, still its id at the release) and\n"
+		"a counter (must equal the successful acquisitions at the end). Reported per lock\n"
+		"and thread count: acquisitions, Jain index and smallest share over the threads,\n"
+		"latency of every lock() call, and rqspin failures by error.\n\n"
+		"Signal modes (--mode aa|abba|abbcca, rqspin only; the kernel's rqspinlock stress\n"
+		"module): every worker has a timer (SIGEV_THREAD_ID) firing every --timer-us whose\n"
+		"handler takes a lock while workers hold theirs a few hundred us:\n"
+		"  aa      worker and handler take A\n"
+		"  abba    odd threads: worker A, handler B; even threads: worker B, handler A\n"
+		"  abbcca  by thread %% 3: worker/handler (A,B), (B,C), (C,A)\n"
+		"Counts, failures and latency are then reported per context (normal, handler).\n\n"
+		"Options:\n"
+		"  --mode MODE           plain (default), aa, abba or abbcca\n"
+		"  --locks LIST          comma-separated locks, or 'all' (default:\n"
+		"                        " DEF_LOCKS "; signal modes: rqspin)\n"
+		"  --threads LIST        thread counts (default: 2 x usable CPUs, and 16)\n"
+		"  --duration-ms N       per lock and thread count (default %d)\n"
+		"  --hold-us N           hold time: plain 0..N us (default %d); signal modes\n"
+		"                        N/2..N us (default %d)\n"
+		"  --long-hold-us N      the occasional long hold (default %d)\n"
+		"  --long-hold-every N   1 in N holds is long, 0 = never (default %d)\n"
+		"  --think-us N          think time 0..N us between acquisitions (default %d;\n"
+		"                        signal modes %d)\n"
+		"  --handler-hold-us N   signal modes: the handler's hold (default %d)\n"
+		"  --timer-us N          signal modes: timer period (default %d)\n"
+		"  --stall-timeout-ms N  wait for workers after the stop (default %d)\n"
+		"  --quick               smoke-test size: %d ms per run\n"
+		"  --json FILE           write the results as JSON\n"
+		"  --csv FILE            one CSV row per lock, thread count and context\n"
+		"  --quiet               no progress on stderr\n"
+		"  -h, --help            this text\n\n"
+		"Locks:\n",
+		cli_prog, DEF_DURATION_MS, DEF_HOLD_US, DEF_MODE_HOLD_US, DEF_LONG_HOLD_US,
+		DEF_LONG_EVERY, DEF_THINK_US, DEF_MODE_THINK_US, DEF_HANDLER_HOLD_US, DEF_TIMER_US,
+		DEF_STALL_MS, QUICK_DURATION_MS);
+	for (size_t i = 0; i < lock_peers_count; i++)
+		fprintf(f, "  %-14s %s\n", lock_peers[i]->name, lock_peers[i]->desc);
+	fprintf(f, "\nExit status: 0 done (verdicts are informational), 1 mutual exclusion broke,\n"
+		   "a librqspin lock stalled, a run could not be set up or an output could not be\n"
+		   "written, 2 bad arguments.\n");
+}
+
+enum {
+	OPT_MODE = 256,
+	OPT_LOCKS,
+	OPT_THREADS,
+	OPT_DURATION,
+	OPT_HOLD,
+	OPT_LONG_HOLD,
+	OPT_LONG_EVERY,
+	OPT_THINK,
+	OPT_HANDLER_HOLD,
+	OPT_TIMER,
+	OPT_STALL,
+	OPT_QUICK,
+	OPT_JSON,
+	OPT_CSV,
+	OPT_QUIET,
+};
+
+static const struct option long_opts[] = {
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "locks", required_argument, NULL, OPT_LOCKS },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "duration-ms", required_argument, NULL, OPT_DURATION },
+	{ "hold-us", required_argument, NULL, OPT_HOLD },
+	{ "long-hold-us", required_argument, NULL, OPT_LONG_HOLD },
+	{ "long-hold-every", required_argument, NULL, OPT_LONG_EVERY },
+	{ "think-us", required_argument, NULL, OPT_THINK },
+	{ "handler-hold-us", required_argument, NULL, OPT_HANDLER_HOLD },
+	{ "timer-us", required_argument, NULL, OPT_TIMER },
+	{ "stall-timeout-ms", required_argument, NULL, OPT_STALL },
+	{ "quick", no_argument, NULL, OPT_QUICK },
+	{ "json", required_argument, NULL, OPT_JSON },
+	{ "csv", required_argument, NULL, OPT_CSV },
+	{ "quiet", no_argument, NULL, OPT_QUIET },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static bool parse_locks(const char *s, struct tt_config *c)
+{
+	char **names;
+	size_t n;
+
+	free(c->locks);
+	c->locks = NULL;
+	c->nlocks = 0;
+	if (strcmp(s, "all") == 0) {
+		c->locks = malloc(lock_peers_count * sizeof(*c->locks));
+		if (!c->locks)
+			return false;
+		for (size_t i = 0; i < lock_peers_count; i++)
+			if (!(lock_peers[i]->flags & LP_NOT_DEFAULT))
+				c->locks[c->nlocks++] = lock_peers[i];
+		return true;
+	}
+	if (!cli_split("--locks", s, &names, &n))
+		return false;
+	c->locks = malloc(n * sizeof(*c->locks));
+	if (!c->locks) {
+		free(names);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct lock_peer *p = lock_peer_find(names[i]);
+		bool dup = false;
+
+		if (!p) {
+			cli_error("--locks: unknown lock '%s' (see --help for the list)", names[i]);
+			free(names);
+			return false;
+		}
+		for (size_t k = 0; k < c->nlocks; k++)
+			dup |= c->locks[k] == p;
+		if (!dup)
+			c->locks[c->nlocks++] = p;
+	}
+	free(names);
+	return true;
+}
+
+static void config_free(struct tt_config *c)
+{
+	free(c->locks);
+	free(c->threads);
+	c->locks = NULL;
+	c->threads = NULL;
+}
+
+static unsigned usable_cpus(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+static bool default_threads(struct tt_config *c)
+{
+	unsigned a = 2 * usable_cpus(), b = 16;
+
+	c->threads = malloc(2 * sizeof(unsigned));
+	if (!c->threads)
+		return false;
+	c->threads[0] = a < b ? a : b;
+	c->threads[1] = a < b ? b : a;
+	c->nthreads = a == b ? 1 : 2;
+	return true;
+}
+
+static int parse_args(int argc, char **argv, struct tt_config *c, bool *done)
+{
+	bool set_dur = false, set_hold = false, set_think = false, set_locks = false;
+	int opt;
+
+	*done = false;
+	memset(c, 0, sizeof(*c));
+	c->suite = "torture";
+	c->mode = TT_PLAIN;
+	c->duration_ms = DEF_DURATION_MS;
+	c->hold_us = DEF_HOLD_US;
+	c->long_hold_us = DEF_LONG_HOLD_US;
+	c->long_hold_every = DEF_LONG_EVERY;
+	c->think_us = DEF_THINK_US;
+	c->handler_hold_us = DEF_HANDLER_HOLD_US;
+	c->timer_us = DEF_TIMER_US;
+	c->stall_timeout_ms = DEF_STALL_MS;
+
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_MODE: {
+			int m = -1;
+
+			for (int k = 0; k < TT_NMODES; k++)
+				if (strcmp(optarg, tt_mode_name[k]) == 0)
+					m = k;
+			if (m < 0) {
+				cli_error("--mode: '%s' is not plain, aa, abba or abbcca", optarg);
+				goto bad;
+			}
+			c->mode = (enum tt_mode)m;
+			break;
+		}
+		case OPT_LOCKS:
+			if (!parse_locks(optarg, c))
+				goto bad;
+			set_locks = true;
+			break;
+		case OPT_THREADS:
+			free(c->threads);
+			c->threads = NULL;
+			if (!cli_parse_uint_list("--threads", optarg, 1, TT_MAX_THREADS, &c->threads,
+						 &c->nthreads))
+				goto bad;
+			break;
+		case OPT_DURATION:
+			if (!cli_parse_uint("--duration-ms", optarg, 1, 3600000, &c->duration_ms))
+				goto bad;
+			set_dur = true;
+			break;
+		case OPT_HOLD:
+			if (!cli_parse_uint("--hold-us", optarg, 0, 1000000, &c->hold_us))
+				goto bad;
+			set_hold = true;
+			break;
+		case OPT_LONG_HOLD:
+			if (!cli_parse_uint("--long-hold-us", optarg, 0, 1000000, &c->long_hold_us))
+				goto bad;
+			break;
+		case OPT_LONG_EVERY:
+			if (!cli_parse_uint("--long-hold-every", optarg, 0, 1000000000,
+					    &c->long_hold_every))
+				goto bad;
+			break;
+		case OPT_THINK:
+			if (!cli_parse_uint("--think-us", optarg, 0, 1000000, &c->think_us))
+				goto bad;
+			set_think = true;
+			break;
+		case OPT_HANDLER_HOLD:
+			if (!cli_parse_uint("--handler-hold-us", optarg, 0, 100000, &c->handler_hold_us))
+				goto bad;
+			break;
+		case OPT_TIMER:
+			if (!cli_parse_uint("--timer-us", optarg, 10, 10000000, &c->timer_us))
+				goto bad;
+			break;
+		case OPT_STALL:
+			if (!cli_parse_uint("--stall-timeout-ms", optarg, 1, 3600000,
+					    &c->stall_timeout_ms))
+				goto bad;
+			break;
+		case OPT_QUICK:
+			c->quick = true;
+			break;
+		case OPT_JSON:
+			c->json_path = optarg;
+			break;
+		case OPT_CSV:
+			c->csv_path = optarg;
+			break;
+		case OPT_QUIET:
+			c->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			config_free(c);
+			*done = true;
+			return CLI_EXIT_OK;
+		case ':':
+			cli_error("torture: option '%s' needs a value", argv[optind - 1]);
+			goto bad;
+		default:
+			if (optopt)
+				cli_error("torture: unknown option '-%c'", optopt);
+			else
+				cli_error("torture: unknown option '%s'", argv[optind - 1]);
+			goto bad;
+		}
+	}
+	if (optind < argc) {
+		cli_error("torture: unexpected argument '%s'", argv[optind]);
+		goto bad;
+	}
+	if (c->mode != TT_PLAIN) {
+		if (!set_locks && !parse_locks("rqspin", c))
+			goto bad;
+		for (size_t i = 0; i < c->nlocks; i++) {
+			if (strcmp(c->locks[i]->name, "rqspin") != 0) {
+				cli_error("--mode %s: only rqspin can be taken in a signal handler that "
+					  "interrupted its holder (got '%s')",
+					  tt_mode_name[c->mode], c->locks[i]->name);
+				goto bad;
+			}
+		}
+		if (!set_hold)
+			c->hold_us = DEF_MODE_HOLD_US;
+		if (!set_think)
+			c->think_us = DEF_MODE_THINK_US;
+	} else if (!set_locks && !parse_locks(DEF_LOCKS, c)) {
+		goto bad;
+	}
+	if (!c->threads && !default_threads(c))
+		goto bad;
+	if (c->quick && !set_dur)
+		c->duration_ms = QUICK_DURATION_MS;
+	return CLI_EXIT_OK;
+bad:
+	config_free(c);
+	fprintf(stderr, "usage: %s torture [options]\nTry '%s torture --help'.\n", cli_prog, cli_prog);
+	return CLI_EXIT_USAGE;
+}
+
+int torture_main(int argc, char **argv)
+{
+	struct tt_config c;
+	bool done;
+	int rc = parse_args(argc, argv, &c, &done);
+
+	if (rc != CLI_EXIT_OK || done)
+		return rc;
+	rc = tt_execute(&c, NULL, NULL);
+	config_free(&c);
+	return rc;
+}
+
+int torture_all(const struct suite_all_opts *o, size_t *pass, size_t *fail)
+{
+	static const unsigned threads[] = { 2, 16 };
+	static const char *const names[] = { "rqspin", "qspin", "pthread_spin" };
+	const struct lock_peer *locks[3];
+	struct tt_config c;
+	char *json = NULL, *csv = NULL;
+	size_t n = 0;
+	int rc;
+
+	for (size_t i = 0; i < 3; i++)
+		if ((locks[n] = lock_peer_find(names[i])))
+			n++;
+	memset(&c, 0, sizeof(c));
+	c.suite = "all";
+	c.mode = TT_PLAIN;
+	c.locks = locks;
+	c.nlocks = n;
+	c.threads = (unsigned *)threads;
+	c.nthreads = 2;
+	c.duration_ms = o->quick ? ALL_QUICK_DURATION_MS : ALL_DURATION_MS;
+	c.hold_us = DEF_HOLD_US;
+	c.long_hold_us = DEF_LONG_HOLD_US;
+	c.long_hold_every = DEF_LONG_EVERY;
+	c.think_us = DEF_THINK_US;
+	c.handler_hold_us = DEF_HANDLER_HOLD_US;
+	c.timer_us = DEF_TIMER_US;
+	c.stall_timeout_ms = DEF_STALL_MS;
+	c.quick = o->quick;
+	c.quiet = o->quiet;
+	if (o->json_path && !(c.json_path = json = suite_derived_path(o->json_path, "torture", "json")))
+		return CLI_EXIT_FAIL;
+	if (o->csv_path && !(c.csv_path = csv = suite_derived_path(o->csv_path, "torture", "csv"))) {
+		free(json);
+		return CLI_EXIT_FAIL;
+	}
+	rc = tt_execute(&c, pass, fail);
+	free(json);
+	free(csv);
+	return rc;
+}
