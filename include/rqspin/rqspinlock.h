@@ -8,8 +8,12 @@
  *   -EDEADLK     deadlock: the caller already holds the lock (AA, e.g. a
  *                signal handler that interrupted the holder or a waiter),
  *                two threads wait for each other's locks (ABBA), or a longer
- *                cycle of threads does (A->B->C->A); or signal nesting is
- *                deeper than 4 levels and one try failed. Not acquired.
+ *                cycle of threads does (A->B->C->A), or the lock is held
+ *                by such a cycle; or the caller is a signal handler that
+ *                interrupted this thread's own queued wait for a lock, and
+ *                its single try failed (the kernel's rule for NMIs: the
+ *                interrupted waiter may be a link its queue needs, so the
+ *                handler must not wait). Not acquired.
  *   -ETIMEDOUT   the lock made no progress for the timeout. Not acquired.
  *   -EOWNERDEAD  the previous holder thread exited while holding the lock.
  *                The lock IS acquired by the caller (as with a robust
