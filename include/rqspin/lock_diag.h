@@ -27,12 +27,12 @@ struct rqspin_lock_stats {
 	uint64_t stolen;      /* slow-path acquisitions of a free lock ahead of queued waiters */
 	uint64_t parked;      /* times a queued waiter slept on its futex */
 	uint64_t yielded;     /* times a spinning waiter yielded the CPU */
-	uint64_t nonode;      /* slow paths without an MCS node (nesting > 4 or no slot) */
+	uint64_t nonode;      /* slow paths without an MCS node (nesting, or no slot) */
 	/* rqspinlock failures, by cause */
 	uint64_t aa;          /* -EDEADLK: the caller held the lock */
 	uint64_t abba;        /* -EDEADLK: two-thread cycle */
 	uint64_t cycle;       /* -EDEADLK: cycle of three or more threads */
-	uint64_t nest_fail;   /* -EDEADLK: one try at nesting level > 4 failed */
+	uint64_t nest_fail;   /* -EDEADLK: a handler nested in its thread's queued wait, one try failed */
 	uint64_t timeout;     /* -ETIMEDOUT (including queued waiters released by the head) */
 	uint64_t owner_dead;  /* -EOWNERDEAD */
 	/* thread registry */
