@@ -99,9 +99,19 @@ int st_setup(void)
 		return 0;
 	pthread_mutex_lock(&setup_mutex);
 	if (!atomic_load_explicit(&setup_done, memory_order_relaxed)) {
+		sigset_t all, old;
+		bool ok;
+
 		/* Creates liburcu's default call_rcu worker (mutex, malloc,
-		 * pthread_create): from now on call_rcu never allocates. */
-		if (!urcu_memb_get_default_call_rcu_data()) {
+		 * pthread_create): from now on call_rcu never allocates. The
+		 * worker inherits our signal mask, and liburcu 0.13 does not
+		 * block signals in it: block them all while it is created, so
+		 * the application's handlers never run on a library thread. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		ok = urcu_memb_get_default_call_rcu_data() != NULL;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!ok) {
 			pthread_mutex_unlock(&setup_mutex);
 			return -ENOMEM;
 		}
