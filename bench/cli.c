@@ -2,10 +2,13 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "lock_peers.h"
 
 const char *cli_prog = "rqspin-bench";
 
@@ -100,5 +103,81 @@ bool cli_parse_uint_list(const char *opt, const char *s, unsigned min, unsigned 
 	free(items);
 	*out = v;
 	*n = count;
+	return true;
+}
+
+void cli_getopt_error(const char *sub, int opt, char *const *argv)
+{
+	if (opt == ':')
+		cli_error("%s: option '%s' needs a value", sub, argv[optind - 1]);
+	else if (optopt)
+		cli_error("%s: unknown option '-%c'", sub, optopt);
+	else
+		cli_error("%s: unknown option '%s'", sub, argv[optind - 1]);
+}
+
+bool cli_no_operands(const char *sub, int argc, char *const *argv)
+{
+	if (optind < argc) {
+		cli_error("%s: unexpected argument '%s'", sub, argv[optind]);
+		return false;
+	}
+	return true;
+}
+
+void cli_progress(bool quiet, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (quiet)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fflush(stderr);
+}
+
+bool cli_parse_locks(const char *s, const struct lock_peer ***locks, size_t *nlocks)
+{
+	const struct lock_peer **l;
+	char **names;
+	size_t n;
+
+	free(*locks);
+	*locks = NULL;
+	*nlocks = 0;
+	if (strcmp(s, "all") == 0) {
+		l = malloc(lock_peers_count * sizeof(*l));
+		if (!l)
+			return false;
+		*locks = l;
+		for (size_t i = 0; i < lock_peers_count; i++)
+			if (!(lock_peers[i]->flags & LP_NOT_DEFAULT))
+				l[(*nlocks)++] = lock_peers[i];
+		return true;
+	}
+	if (!cli_split("--locks", s, &names, &n))
+		return false;
+	l = malloc(n * sizeof(*l));
+	if (!l) {
+		free(names);
+		return false;
+	}
+	*locks = l;
+	for (size_t i = 0; i < n; i++) {
+		const struct lock_peer *p = lock_peer_find(names[i]);
+		bool dup = false;
+
+		if (!p) {
+			cli_error("--locks: unknown lock '%s' (see --help for the list)", names[i]);
+			free(names);
+			return false;
+		}
+		for (size_t k = 0; k < *nlocks; k++)
+			dup |= l[k] == p;
+		if (!dup)
+			l[(*nlocks)++] = p;
+	}
+	free(names);
 	return true;
 }

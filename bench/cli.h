@@ -22,7 +22,21 @@ bool cli_parse_uint_list(const char *opt, const char *s, unsigned min, unsigned 
 /* Split a comma-separated list into malloc'ed strings (in one block). */
 bool cli_split(const char *opt, const char *s, char ***out, size_t *n);
 
+/* After getopt_long(..., ":h", ...) returned opt ':' (missing value) or an
+ * unknown option: say so as "prog: sub: ...". */
+void cli_getopt_error(const char *sub, int opt, char *const *argv);
+/* After the getopt_long loop: false (and says so) if operands are left. */
+bool cli_no_operands(const char *sub, int argc, char *const *argv);
+
 /* Print "prog: msg" on stderr (printf-style). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* --locks: "all" (the default set) or a comma-separated list of lock names,
+ * duplicates dropped. Frees *locks first; *locks is malloc'ed. */
+struct lock_peer;
+bool cli_parse_locks(const char *s, const struct lock_peer ***locks, size_t *nlocks);
+
+/* Progress on stderr (printf-style, flushed), unless quiet (--quiet). */
+void cli_progress(bool quiet, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

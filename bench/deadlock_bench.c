@@ -776,20 +776,6 @@ static void run_head(struct dl_scen *s)
 /* ------------------------------------------------------------------------ */
 /* Output                                                                    */
 
-static void progress(const struct dl_config *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void progress(const struct dl_config *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->quiet)
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fflush(stderr);
-}
-
 static void fmt_val(char *buf, size_t n, const struct dl_scen *s, double v)
 {
 	if (isnan(v))
@@ -884,20 +870,12 @@ static void dl_print(FILE *f, const struct dl_results *r)
 static int dl_json(const char *path, const struct dl_results *r)
 {
 	const struct dl_config *c = r->cfg;
-	FILE *f = fopen(path, "w");
+	FILE *f = report_open("--json", path);
 	struct json j;
-	int rc;
 
-	if (!f) {
-		cli_error("--json: cannot write %s: %s", path, strerror(errno));
+	if (!f)
 		return -1;
-	}
-	json_init(&j, f);
-	json_begin_object(&j, NULL);
-	json_string(&j, "tool", "rqspin-bench");
-	json_string(&j, "suite", "deadlock");
-	json_uint(&j, "format_version", 1);
-	suite_json_machine(&j, &r->sys, &r->load);
+	report_json_begin(&j, f, "deadlock", &r->sys, &r->load);
 	json_begin_object(&j, "config");
 	json_uint(&j, "trials", c->trials);
 	json_uint(&j, "timeout_trials", c->timeout_trials);
@@ -954,23 +932,15 @@ static int dl_json(const char *path, const struct dl_results *r)
 	vl_json(&j, "verdicts", &r->verdicts);
 	json_bool(&j, "ok", !r->broken);
 	json_end_object(&j);
-	rc = ferror(f) ? -1 : 0;
-	if (fclose(f) != 0)
-		rc = -1;
-	if (rc)
-		cli_error("--json: error writing %s", path);
-	return rc;
+	return report_close(f, "--json", path);
 }
 
 static int dl_csv(const char *path, const struct dl_results *r)
 {
-	FILE *f = fopen(path, "w");
-	int rc;
+	FILE *f = report_open("--csv", path);
 
-	if (!f) {
-		cli_error("--csv: cannot write %s: %s", path, strerror(errno));
+	if (!f)
 		return -1;
-	}
 	fprintf(f, "scenario,unit,timeout_ns,trials,p50,p90,p99,max,min,ret_ok,ret_edeadlk,"
 		   "ret_etimedout,ret_other,stats_ok,locks_ok,verdict\n");
 	for (size_t i = 0; i < r->nscen; i++) {
@@ -989,12 +959,7 @@ static int dl_csv(const char *path, const struct dl_results *r)
 			(unsigned long long)s->r_timedout, (unsigned long long)s->r_other, s->stats_ok,
 			s->locks_ok, st);
 	}
-	rc = ferror(f) ? -1 : 0;
-	if (fclose(f) != 0)
-		rc = -1;
-	if (rc)
-		cli_error("--csv: error writing %s", path);
-	return rc;
+	return report_close(f, "--csv", path);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1037,44 +1002,44 @@ static int dl_execute(const struct dl_config *c, size_t *pass, size_t *fail)
 	}
 	r->cfg = c;
 	sysinfo_collect(&r->sys);
-	progress(c, "%s deadlock: %u trials per scenario, %u per timeout\n", cli_prog, c->trials,
+	cli_progress(c->quiet, "%s deadlock: %u trials per scenario, %u per timeout\n", cli_prog, c->trials,
 		 c->timeout_trials);
 	start = suite_now_ns();
 	load_snapshot(&l0);
 	if (c->run_aa && (s = scen_add(r, DL_AA, "aa-handler", c->trials, 0))) {
-		progress(c, "[deadlock] aa in a signal handler...");
+		cli_progress(c->quiet, "[deadlock] aa in a signal handler...");
 		run_aa(s);
-		progress(c, " done\n");
+		cli_progress(c->quiet, " done\n");
 	}
 	if (c->run_abba && (s = scen_add(r, DL_ABBA, "abba", c->trials, 0))) {
-		progress(c, "[deadlock] abba, 2 threads...");
+		cli_progress(c->quiet, "[deadlock] abba, 2 threads...");
 		run_cycle(s, 2);
-		progress(c, " done\n");
+		cli_progress(c->quiet, " done\n");
 	}
 	if (c->run_cycle && (s = scen_add(r, DL_CYCLE, "cycle3", c->trials, 0))) {
-		progress(c, "[deadlock] A->B->C->A, 3 threads...");
+		cli_progress(c->quiet, "[deadlock] A->B->C->A, 3 threads...");
 		run_cycle(s, 3);
-		progress(c, " done\n");
+		cli_progress(c->quiet, " done\n");
 	}
 	for (size_t i = 0; c->run_timeout && i < c->ntimeouts; i++) {
 		snprintf(name, sizeof(name), "timeout-%ums", c->timeouts_ms[i]);
 		if (!(s = scen_add(r, DL_TIMEOUT, name, c->timeout_trials,
 				   (uint64_t)c->timeouts_ms[i] * 1000000u)))
 			break;
-		progress(c, "[deadlock] timeout %u ms (pending waiter), %u trials...",
+		cli_progress(c->quiet, "[deadlock] timeout %u ms (pending waiter), %u trials...",
 			 c->timeouts_ms[i], c->timeout_trials);
 		run_timeout(s);
-		progress(c, " done\n");
+		cli_progress(c->quiet, " done\n");
 	}
 	if (c->run_head) {
 		unsigned ms = DEF_HEAD_MS;
 
 		snprintf(name, sizeof(name), "head-%ums", ms);
 		if ((s = scen_add(r, DL_HEAD, name, c->timeout_trials, (uint64_t)ms * 1000000u))) {
-			progress(c, "[deadlock] timeout %u ms (queue head), %u trials...", ms,
+			cli_progress(c->quiet, "[deadlock] timeout %u ms (queue head), %u trials...", ms,
 				 c->timeout_trials);
 			run_head(s);
-			progress(c, " done\n");
+			cli_progress(c->quiet, " done\n");
 		}
 	}
 	r->wall_s = (double)(suite_now_ns() - start) / 1e9;
@@ -1275,21 +1240,13 @@ static int parse_args(int argc, char **argv, struct dl_config *c, bool *done)
 			usage(stdout);
 			*done = true;
 			return CLI_EXIT_OK;
-		case ':':
-			cli_error("deadlock: option '%s' needs a value", argv[optind - 1]);
-			goto bad;
-		default:
-			if (optopt)
-				cli_error("deadlock: unknown option '-%c'", optopt);
-			else
-				cli_error("deadlock: unknown option '%s'", argv[optind - 1]);
+		default: /* ':' or an unknown option */
+			cli_getopt_error("deadlock", opt, argv);
 			goto bad;
 		}
 	}
-	if (optind < argc) {
-		cli_error("deadlock: unexpected argument '%s'", argv[optind]);
+	if (!cli_no_operands("deadlock", argc, argv))
 		goto bad;
-	}
 	if (c->quick && !set_trials)
 		c->trials = QUICK_TRIALS;
 	if (!set_tt)

@@ -156,47 +156,6 @@ static void config_free(struct lb_config *c)
 	c->threads = NULL;
 }
 
-static bool parse_locks(const char *s, struct lb_config *c)
-{
-	char **names;
-	size_t n;
-
-	if (strcmp(s, "all") == 0) {
-		c->locks = malloc(lock_peers_count * sizeof(*c->locks));
-		if (!c->locks)
-			return false;
-		c->nlocks = 0;
-		for (size_t i = 0; i < lock_peers_count; i++)
-			if (!(lock_peers[i]->flags & LP_NOT_DEFAULT))
-				c->locks[c->nlocks++] = lock_peers[i];
-		return true;
-	}
-	if (!cli_split("--locks", s, &names, &n))
-		return false;
-	c->locks = malloc(n * sizeof(*c->locks));
-	if (!c->locks) {
-		free(names);
-		return false;
-	}
-	c->nlocks = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct lock_peer *p = lock_peer_find(names[i]);
-		bool dup = false;
-
-		if (!p) {
-			cli_error("--locks: unknown lock '%s' (see --help for the list)", names[i]);
-			free(names);
-			return false;
-		}
-		for (size_t j = 0; j < c->nlocks; j++)
-			dup |= c->locks[j] == p;
-		if (!dup)
-			c->locks[c->nlocks++] = p;
-	}
-	free(names);
-	return true;
-}
-
 /* Returns CLI_EXIT_OK to run, or an exit status (help: 0 via *done). */
 static int parse_args(int argc, char **argv, struct lb_config *c, bool *done)
 {
@@ -222,8 +181,7 @@ static int parse_args(int argc, char **argv, struct lb_config *c, bool *done)
 	while ((opt = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_LOCKS:
-			free(c->locks);
-			if (!parse_locks(optarg, c))
+			if (!cli_parse_locks(optarg, &c->locks, &c->nlocks))
 				goto bad;
 			break;
 		case OPT_THREADS:
@@ -298,22 +256,14 @@ static int parse_args(int argc, char **argv, struct lb_config *c, bool *done)
 			config_free(c);
 			*done = true;
 			return CLI_EXIT_OK;
-		case ':':
-			cli_error("%s: option '%s' needs a value", sub, argv[optind - 1]);
-			goto bad;
-		default:
-			if (optopt)
-				cli_error("%s: unknown option '-%c'", sub, optopt);
-			else
-				cli_error("%s: unknown option '%s'", sub, argv[optind - 1]);
+		default: /* ':' or an unknown option */
+			cli_getopt_error(sub, opt, argv);
 			goto bad;
 		}
 	}
-	if (optind < argc) {
-		cli_error("%s: unexpected argument '%s'", sub, argv[optind]);
+	if (!cli_no_operands(sub, argc, argv))
 		goto bad;
-	}
-	if (!c->locks && !parse_locks("all", c))
+	if (!c->locks && !cli_parse_locks("all", &c->locks, &c->nlocks))
 		goto bad;
 	if (!c->threads && !cli_parse_uint_list("--threads", "1,2,4,8", 1, LB_MAX_THREADS,
 						 &c->threads, &c->nthreads))
@@ -374,37 +324,6 @@ static uint64_t now_ns(void)
 	return lw_now_ns();
 }
 
-static uint64_t splitmix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-static void stats_delta(struct rqspin_lock_stats *d, const struct rqspin_lock_stats *a,
-			const struct rqspin_lock_stats *b)
-{
-#define D(f) d->f = b->f - a->f
-	D(fast);
-	D(pending);
-	D(queued);
-	D(stolen);
-	D(parked);
-	D(yielded);
-	D(nonode);
-	D(aa);
-	D(abba);
-	D(cycle);
-	D(nest_fail);
-	D(timeout);
-	D(owner_dead);
-#undef D
-	d->slots_in_use = b->slots_in_use;
-	d->slots_high_water = b->slots_high_water;
-	d->slot_limit = b->slot_limit;
-}
-
 static void stats_add(struct rqspin_lock_stats *into, const struct rqspin_lock_stats *d)
 {
 #define A(f) into->f += d->f
@@ -442,7 +361,6 @@ static enum run_status run_once(const struct lock_peer *p, unsigned nthr, unsign
 	enum run_status st = RUN_OK;
 	bool gate_ready = false;
 	uint64_t t0, t1;
-	struct timespec dl;
 
 	if (!sh || !th || !gate || !tid || !joined || !(obj = p->create(nthr))) {
 		cli_error("%s: out of memory", p->name);
@@ -465,7 +383,7 @@ static enum run_status run_once(const struct lock_peer *p, unsigned nthr, unsign
 		th[i].cs = cs;
 		th[i].think = think;
 		th[i].sample_mask = mask;
-		th[i].seed = splitmix64(i + 1);
+		th[i].seed = stats_splitmix64(i + 1);
 		atomic_init(&th[i].count, 0);
 	}
 	if (p->flags & LP_LIBRQSPIN)
@@ -484,23 +402,9 @@ static enum run_status run_once(const struct lock_peer *p, unsigned nthr, unsign
 	/* Start: everybody at the gate, then open it. The clock starts
 	 * before the gate opens: taken after, it could be late by a whole
 	 * time slice, since the woken workers may preempt this thread. */
-	pthread_mutex_lock(&gate->m);
-	if (st == RUN_ERROR)
-		atomic_store(&sh->stop, true);
-	while (gate->ready < created)
-		pthread_cond_wait(&gate->cv, &gate->m);
-	t0 = now_ns();
-	gate->go = true;
-	pthread_cond_broadcast(&gate->cv);
-	pthread_mutex_unlock(&gate->m);
-
-	if (st == RUN_OK) {
-		struct timespec until = { .tv_sec = (time_t)((t0 + dur_ms * 1000000ull) / 1000000000u),
-					  .tv_nsec = (long)((t0 + dur_ms * 1000000ull) % 1000000000u) };
-
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
-			;
-	}
+	t0 = lw_gate_open(gate, created, &sh->stop, st == RUN_ERROR);
+	if (st == RUN_OK)
+		lw_sleep_until(t0 + dur_ms * 1000000ull);
 	atomic_store(&sh->stop, true);
 	t1 = now_ns();
 	out->elapsed_s = (double)(t1 - t0) / 1e9;
@@ -508,26 +412,11 @@ static enum run_status run_once(const struct lock_peer *p, unsigned nthr, unsign
 		out->window[i] = atomic_load_explicit(&th[i].count, memory_order_relaxed);
 
 	/* Join with one deadline for all. */
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += stall_ms / 1000;
-	dl.tv_nsec += (long)(stall_ms % 1000) * 1000000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
-	for (unsigned i = 0; i < created; i++) {
-		int rc = pthread_timedjoin_np(tid[i], NULL, &dl);
-
-		if (rc == 0)
-			joined[i] = true;
-		else if (st == RUN_OK)
-			st = RUN_STALLED;
-	}
+	if (!lw_join_by(tid, joined, created, stall_ms) && st == RUN_OK)
+		st = RUN_STALLED;
 	if (st == RUN_STALLED) {
 		/* Leave them their memory (leaked on purpose) and let them go. */
-		for (unsigned i = 0; i < created; i++)
-			if (!joined[i])
-				pthread_detach(tid[i]);
+		lw_detach_unjoined(tid, joined, created);
 		free(joined);
 		free(tid);
 		return st;
@@ -546,7 +435,7 @@ static enum run_status run_once(const struct lock_peer *p, unsigned nthr, unsign
 	}
 	if (p->flags & LP_LIBRQSPIN) {
 		rqspin_lock_stats_get(&after);
-		stats_delta(&out->lib, &before, &after);
+		stats_lib_delta(&out->lib, &before, &after);
 	}
 
 free_all:
@@ -698,20 +587,6 @@ static void summarize(struct lb_results *r)
 /* ------------------------------------------------------------------------ */
 /* The schedule                                                              */
 
-static void progress(const struct lb_config *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void progress(const struct lb_config *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->quiet)
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fflush(stderr);
-}
-
 static uint64_t sample_mask(unsigned every)
 {
 	return every ? (uint64_t)every - 1 : UINT64_MAX;
@@ -736,7 +611,7 @@ static double run_uncontended(struct lb_results *r, struct lb_unc *u, unsigned m
 		 * was descheduled around the start or the stop. */
 		ns = out.worker_ns / (double)out.acquired;
 		if (out.counter != out.acquired) {
-			progress(c, "\n");
+			cli_progress(c->quiet, "\n");
 			cli_error("MUTUAL EXCLUSION BROKEN: %s, 1 thread: counter %llu, acquisitions %llu",
 				  u->lock->name, (unsigned long long)out.counter,
 				  (unsigned long long)out.acquired);
@@ -747,7 +622,7 @@ static double run_uncontended(struct lb_results *r, struct lb_unc *u, unsigned m
 		r->any_stalled = true;
 		if (u->lock->flags & LP_LIBRQSPIN)
 			r->lib_stalled = true;
-		progress(c, "\n");
+		cli_progress(c->quiet, "\n");
 		cli_error("%s: a single uncontended thread did not stop within %u ms", u->lock->name,
 			  c->stall_timeout_ms);
 	}
@@ -829,7 +704,7 @@ static bool run_cell(struct lb_results *r, struct lb_cell *cell, unsigned rep)
 		r->any_stalled = true;
 		if (cell->lock->flags & LP_LIBRQSPIN)
 			r->lib_stalled = true;
-		progress(c, "\n"); /* end the progress line */
+		cli_progress(c->quiet, "\n"); /* end the progress line */
 		cli_error("%s, %u threads: workers did not return within %u ms of the stop: "
 			  "reported as stalled, not run again at >= %u threads",
 			  cell->lock->name, cell->threads, c->stall_timeout_ms, cell->threads);
@@ -844,7 +719,7 @@ static bool run_cell(struct lb_results *r, struct lb_cell *cell, unsigned rep)
 		cell->lost_updates += out.acquired > out.counter ? out.acquired - out.counter
 								   : out.counter - out.acquired;
 		r->broken = true;
-		progress(c, "\n");
+		cli_progress(c->quiet, "\n");
 		cli_error("MUTUAL EXCLUSION BROKEN: %s, %u threads: shared counter %llu, "
 			  "acquisitions %llu",
 			  cell->lock->name, cell->threads, (unsigned long long)out.counter,
@@ -866,23 +741,23 @@ static void run_schedule(struct lb_results *r)
 		       1000.0;
 	char buf[16];
 
-	progress(c, "%s: %zu locks x %zu thread counts x %u repeats x %u ms: about %.0f s\n",
+	cli_progress(c->quiet, "%s: %zu locks x %zu thread counts x %u repeats x %u ms: about %.0f s\n",
 		 cli_prog, nl, c->nthreads, c->repeats, c->duration_ms, est_s);
 	load_snapshot(&load0);
 	for (unsigned rep = 0; rep < c->repeats; rep++) {
 		if (r->unc) {
-			progress(c, "[%u/%u] uncontended:", rep + 1, c->repeats);
+			cli_progress(c->quiet, "[%u/%u] uncontended:", rep + 1, c->repeats);
 			run_uncontended_pass(r, rep);
 			for (size_t li = 0; li < nl; li++)
 				if (isfinite(r->unc[li].ns_rep[rep]))
-					progress(c, " %s %.1fns", r->unc[li].lock->name,
+					cli_progress(c->quiet, " %s %.1fns", r->unc[li].lock->name,
 						 r->unc[li].ns_rep[rep]);
-			progress(c, "\n");
+			cli_progress(c->quiet, "\n");
 		}
 		for (size_t ti = 0; ti < c->nthreads; ti++) {
 			unsigned nthr = c->threads[ti];
 
-			progress(c, "[%u/%u] %u thread%s:", rep + 1, c->repeats, nthr,
+			cli_progress(c->quiet, "[%u/%u] %u thread%s:", rep + 1, c->repeats, nthr,
 				 nthr == 1 ? "" : "s");
 			for (size_t k = 0; k < nl; k++) {
 				size_t li = (k + rep) % nl;
@@ -898,11 +773,11 @@ static void run_schedule(struct lb_results *r)
 				if (!run_cell(r, cell, rep) && stalled_at)
 					stalled_at[li] = nthr;
 				if (cell->nrep)
-					progress(c, " %s %s%s", cell->lock->name,
+					cli_progress(c->quiet, " %s %s%s", cell->lock->name,
 						 fmt_si(buf, sizeof(buf), cell->ops[cell->nrep - 1]),
 						 cell->stalled ? "(stalled)" : "");
 			}
-			progress(c, " (%.0f s)\n", (double)(now_ns() - start) / 1e9);
+			cli_progress(c->quiet, " (%.0f s)\n", (double)(now_ns() - start) / 1e9);
 		}
 	}
 	free(stalled_at);

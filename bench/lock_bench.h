@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <rqspin/lock_diag.h>
 
@@ -132,5 +133,10 @@ int all_main(int argc, char **argv);
 
 /* verdict.c: fill r->verdicts from the results. */
 void verdicts_compute(struct lb_results *r);
+/* verdict.c: print title, one line per verdict and the pass/fail count
+ * (noting a busy machine when load says so); nothing when n is 0. Shared by
+ * the lock suite (report_verdicts) and the others (vl_print). */
+void verdicts_print(FILE *f, const char *title, const struct verdict *vs, size_t n,
+		    const struct load_share *load);
 
 #endif

@@ -57,6 +57,17 @@ static inline void lw_gate_wait(struct lw_gate *g)
 	pthread_mutex_unlock(&g->m);
 }
 
+/* lw_run.c (rqspin-bench only). lw_gate_open: once `created` workers are
+ * at the gate, start the clock and open it (with *stop set first when the
+ * run failed to start); returns the start time (lw_now_ns). lw_sleep_until:
+ * sleep to an lw_now_ns time. lw_join_by: join the n workers with one
+ * deadline stall_ms from now, setting joined[i]; false if some did not
+ * return. lw_detach_unjoined: let those go. */
+uint64_t lw_gate_open(struct lw_gate *g, unsigned created, atomic_bool *stop, bool failed);
+void lw_sleep_until(uint64_t end_ns);
+bool lw_join_by(const pthread_t *tid, bool *joined, unsigned n, unsigned stall_ms);
+void lw_detach_unjoined(const pthread_t *tid, const bool *joined, unsigned n);
+
 /* Shared by all workers of one run. */
 struct lw_shared {
 	alignas(BL_CACHELINE) atomic_bool stop;

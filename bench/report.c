@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "json.h"
+#include "suite.h"
 
 const char *fmt_si(char *buf, size_t n, double v)
 {
@@ -227,40 +228,48 @@ void report_libstats(FILE *f, const struct lb_results *r)
 
 void report_verdicts(FILE *f, const struct lb_results *r)
 {
-	size_t pass = 0, fail = 0;
-
-	if (!r->nverdicts)
-		return;
-	fprintf(f, "Verdicts (targets of the lock issues; ratios measured in this run, each the\n"
-		   "median over the repeats of the ratio within a repeat):\n");
-	for (size_t i = 0; i < r->nverdicts; i++) {
-		const struct verdict *v = &r->verdicts[i];
-		char val[24];
-
-		if (isnan(v->value))
-			snprintf(val, sizeof(val), "-");
-		else if (v->is_count)
-			snprintf(val, sizeof(val), "%.0f", v->value);
-		else
-			snprintf(val, sizeof(val), "%.3f", v->value);
-		fprintf(f, "  %-4s  %-7s  %-66s %7s  %s\n",
-			v->status == V_PASS ? "PASS" : v->status == V_FAIL ? "FAIL" : "info", v->issue,
-			v->target, val, v->measured);
-		pass += v->status == V_PASS;
-		fail += v->status == V_FAIL;
-	}
-	fprintf(f, "  %zu passed, %zu failed", pass, fail);
-	if (r->load.ok && r->load.other > LB_BUSY_SHARE)
-		fprintf(f, " (on a busy machine: other processes used %.0f%% of the CPU time)",
-			100 * r->load.other);
-	fputs("\n\n", f);
+	verdicts_print(f,
+		       "Verdicts (targets of the lock issues; ratios measured in this run, each the\n"
+		       "median over the repeats of the ratio within a repeat):",
+		       r->verdicts, r->nverdicts, &r->load);
 }
 
 /* ------------------------------------------------------------------------ */
 
-static void json_hist(struct json *j, const struct hist *h, double timer_ns)
+FILE *report_open(const char *opt, const char *path)
 {
-	json_begin_object(j, "latency_ns");
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		cli_error("%s: cannot write %s: %s", opt, path, strerror(errno));
+	return f;
+}
+
+int report_close(FILE *f, const char *opt, const char *path)
+{
+	int rc = ferror(f) ? -1 : 0;
+
+	if (fclose(f) != 0)
+		rc = -1;
+	if (rc)
+		cli_error("%s: error writing %s", opt, path);
+	return rc;
+}
+
+void report_json_begin(struct json *j, FILE *f, const char *suite, const struct sysinfo_rec *s,
+		       const struct load_share *l)
+{
+	json_init(j, f);
+	json_begin_object(j, NULL);
+	json_string(j, "tool", "rqspin-bench");
+	json_string(j, "suite", suite);
+	json_uint(j, "format_version", 1);
+	suite_json_machine(j, s, l);
+}
+
+void report_json_hist(struct json *j, const char *key, const struct hist *h, const double *timer_ns)
+{
+	json_begin_object(j, key);
 	json_uint(j, "samples", h->n);
 	if (h->n) {
 		json_double(j, "mean", (double)h->sum / (double)h->n);
@@ -270,7 +279,8 @@ static void json_hist(struct json *j, const struct hist *h, double timer_ns)
 		json_uint(j, "p999", hist_quantile(h, 0.999));
 		json_uint(j, "max", h->max);
 	}
-	json_double(j, "timer_overhead", timer_ns);
+	if (timer_ns)
+		json_double(j, "timer_overhead", *timer_ns);
 	/* Non-empty buckets: [low, width, count]. */
 	json_begin_array(j, "histogram");
 	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
@@ -286,7 +296,28 @@ static void json_hist(struct json *j, const struct hist *h, double timer_ns)
 	json_end_object(j);
 }
 
-static void json_libstats(struct json *j, const struct rqspin_lock_stats *s)
+void suite_json_machine(struct json *j, const struct sysinfo_rec *s, const struct load_share *l)
+{
+	json_begin_object(j, "machine");
+	json_string(j, "cpu", s->cpu);
+	json_uint(j, "cores", s->cores);
+	json_uint(j, "cores_usable", s->cores_usable);
+	json_string(j, "kernel", s->kernel);
+	json_string(j, "compiler", s->compiler);
+	json_string(j, "build_type", s->build_type);
+	json_string(j, "libc", s->libc);
+	json_string(j, "ck", s->ck);
+	json_string(j, "librqspin", s->librqspin);
+	json_string(j, "date", s->date);
+	json_double(j, "clock_gettime_ns", s->timer_ns);
+	if (l->ok) {
+		json_double(j, "other_load_share", l->other);
+		json_double(j, "steal_share", l->steal);
+	}
+	json_end_object(j);
+}
+
+void suite_json_libstats(struct json *j, const struct rqspin_lock_stats *s)
 {
 	json_begin_object(j, "librqspin_stats");
 	json_uint(j, "fast", s->fast);
@@ -339,7 +370,7 @@ static void json_cell(struct json *j, const struct lb_results *r, const struct l
 		json_uint(j, NULL, c->per_thread[i]);
 	json_end_array(j);
 	json_uint(j, "acquisitions_total", c->acquired);
-	json_hist(j, &c->hist, r->sys.timer_ns);
+	report_json_hist(j, "latency_ns", &c->hist, &r->sys.timer_ns);
 	json_begin_object(j, "failures");
 	json_uint(j, "EDEADLK", c->fail[LW_FAIL_EDEADLK]);
 	json_uint(j, "ETIMEDOUT", c->fail[LW_FAIL_ETIMEDOUT]);
@@ -350,43 +381,19 @@ static void json_cell(struct json *j, const struct lb_results *r, const struct l
 	if (c->broken)
 		json_uint(j, "lost_updates", c->lost_updates);
 	if (c->lock->flags & LP_LIBRQSPIN)
-		json_libstats(j, &c->lib);
+		suite_json_libstats(j, &c->lib);
 	json_end_object(j);
 }
 
 int report_json(const char *path, const struct lb_results *r)
 {
 	const struct lb_config *c = r->cfg;
-	FILE *f = fopen(path, "w");
+	FILE *f = report_open("--json", path);
 	struct json j;
-	int rc;
 
-	if (!f) {
-		cli_error("--json: cannot write %s: %s", path, strerror(errno));
+	if (!f)
 		return -1;
-	}
-	json_init(&j, f);
-	json_begin_object(&j, NULL);
-	json_string(&j, "tool", "rqspin-bench");
-	json_string(&j, "suite", c->suite);
-	json_uint(&j, "format_version", 1);
-	json_begin_object(&j, "machine");
-	json_string(&j, "cpu", r->sys.cpu);
-	json_uint(&j, "cores", r->sys.cores);
-	json_uint(&j, "cores_usable", r->sys.cores_usable);
-	json_string(&j, "kernel", r->sys.kernel);
-	json_string(&j, "compiler", r->sys.compiler);
-	json_string(&j, "build_type", r->sys.build_type);
-	json_string(&j, "libc", r->sys.libc);
-	json_string(&j, "ck", r->sys.ck);
-	json_string(&j, "librqspin", r->sys.librqspin);
-	json_string(&j, "date", r->sys.date);
-	json_double(&j, "clock_gettime_ns", r->sys.timer_ns);
-	if (r->load.ok) {
-		json_double(&j, "other_load_share", r->load.other);
-		json_double(&j, "steal_share", r->load.steal);
-	}
-	json_end_object(&j);
+	report_json_begin(&j, f, c->suite, &r->sys, &r->load);
 	json_begin_object(&j, "config");
 	json_begin_array(&j, "locks");
 	for (size_t i = 0; i < c->nlocks; i++)
@@ -449,24 +456,16 @@ int report_json(const char *path, const struct lb_results *r)
 	json_bool(&j, "ok", !r->broken && !r->lib_stalled);
 	json_end_object(&j);
 
-	rc = ferror(f) ? -1 : 0;
-	if (fclose(f) != 0)
-		rc = -1;
-	if (rc)
-		cli_error("--json: error writing %s", path);
-	return rc;
+	return report_close(f, "--json", path);
 }
 
 int report_csv(const char *path, const struct lb_results *r)
 {
 	const struct lb_config *c = r->cfg;
-	FILE *f = fopen(path, "w");
-	int rc;
+	FILE *f = report_open("--csv", path);
 
-	if (!f) {
-		cli_error("--csv: cannot write %s: %s", path, strerror(errno));
+	if (!f)
 		return -1;
-	}
 	fprintf(f, "lock,threads,status,repeats,ops_median,ops_min,ops_max,ns_per_op,"
 		   "ratio_to_baseline,baseline,jain,min_share,lat_p50_ns,lat_p99_ns,lat_p999_ns,"
 		   "lat_max_ns,lat_samples,fail_edeadlk,fail_etimedout,fail_eownerdead,fail_other,"
@@ -512,12 +511,7 @@ int report_csv(const char *path, const struct lb_results *r)
 				c->think);
 		}
 	}
-	rc = ferror(f) ? -1 : 0;
-	if (fclose(f) != 0)
-		rc = -1;
-	if (rc)
-		cli_error("--csv: error writing %s", path);
-	return rc;
+	return report_close(f, "--csv", path);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rqspin/lock_diag.h>
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -164,4 +166,27 @@ uint64_t hist_quantile(const struct hist *h, double q)
 		}
 	}
 	return h->max;
+}
+
+void stats_lib_delta(struct rqspin_lock_stats *d, const struct rqspin_lock_stats *a,
+		     const struct rqspin_lock_stats *b)
+{
+#define D(f) d->f = b->f - a->f
+	D(fast);
+	D(pending);
+	D(queued);
+	D(stolen);
+	D(parked);
+	D(yielded);
+	D(nonode);
+	D(aa);
+	D(abba);
+	D(cycle);
+	D(nest_fail);
+	D(timeout);
+	D(owner_dead);
+#undef D
+	d->slots_in_use = b->slots_in_use;
+	d->slots_high_water = b->slots_high_water;
+	d->slot_limit = b->slot_limit;
 }

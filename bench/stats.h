@@ -77,4 +77,18 @@ uint64_t hist_quantile(const struct hist *h, double q);
 uint64_t hist_bucket_low(unsigned idx);
 uint64_t hist_bucket_width(unsigned idx);
 
+/* The library's event counters b - a into *d (the slot figures are b's). */
+struct rqspin_lock_stats;
+void stats_lib_delta(struct rqspin_lock_stats *d, const struct rqspin_lock_stats *a,
+		     const struct rqspin_lock_stats *b);
+
+/* SplitMix64: a well-mixed 64-bit value from x (seeds, shuffles). */
+static inline uint64_t stats_splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
 #endif

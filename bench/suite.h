@@ -68,7 +68,7 @@ static inline void suite_busy_ns(uint64_t ns)
  * for the files `all` writes next to the lock suite's. malloc'ed. */
 char *suite_derived_path(const char *path, const char *tag, const char *ext);
 
-/* JSON pieces shared with the lock suite's layout (torture.c). */
+/* JSON pieces shared by the lock, torture and deadlock suites (report.c). */
 void suite_json_machine(struct json *j, const struct sysinfo_rec *s, const struct load_share *l);
 void suite_json_libstats(struct json *j, const struct rqspin_lock_stats *s);
 

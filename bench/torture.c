@@ -147,14 +147,6 @@ static inline uint64_t tt_rand(uint64_t *s)
 	return x * 0x2545f4914f6cdd1dull;
 }
 
-static uint64_t splitmix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /* The lock a context of thread idx takes (index into g). */
 static unsigned tt_lock_index(enum tt_mode m, unsigned idx, enum tt_ctx x)
 {
@@ -304,26 +296,6 @@ static void *tt_worker(void *arg)
 	return NULL;
 }
 
-static void stats_sub(struct rqspin_lock_stats *d, const struct rqspin_lock_stats *a,
-		      const struct rqspin_lock_stats *b)
-{
-#define D(f) d->f = b->f - a->f
-	D(fast);
-	D(pending);
-	D(queued);
-	D(stolen);
-	D(parked);
-	D(yielded);
-	D(nonode);
-	D(aa);
-	D(abba);
-	D(cycle);
-	D(nest_fail);
-	D(timeout);
-	D(owner_dead);
-#undef D
-}
-
 enum tt_status { TT_OK, TT_STALLED, TT_ERROR };
 
 static enum tt_status tt_run_cell(const struct tt_config *c, struct tt_cell *cell)
@@ -340,7 +312,6 @@ static enum tt_status tt_run_cell(const struct tt_config *c, struct tt_cell *cel
 	enum tt_status st = TT_OK;
 	unsigned created = 0;
 	uint64_t t0, t1, sum_ok = 0, sum_counter = 0;
-	struct timespec dl;
 
 	if (!sh || !th || !tid || !joined) {
 		cli_error("torture: out of memory");
@@ -376,7 +347,7 @@ static enum tt_status tt_run_cell(const struct tt_config *c, struct tt_cell *cel
 		th[i].idx = i;
 		th[i].id = 2 * (uint64_t)(i + 1);
 		th[i].ctx = p->ctx(sh->g[0].obj, i);
-		th[i].rng = splitmix64(i + 1) | 1;
+		th[i].rng = stats_splitmix64(i + 1) | 1;
 	}
 	if (c->mode != TT_PLAIN) {
 		memset(&sa, 0, sizeof(sa));
@@ -402,46 +373,19 @@ static enum tt_status tt_run_cell(const struct tt_config *c, struct tt_cell *cel
 			break;
 		}
 	}
-	pthread_mutex_lock(&sh->gate.m);
-	if (st == TT_ERROR)
-		atomic_store(&sh->stop, true);
-	while (sh->gate.ready < created)
-		pthread_cond_wait(&sh->gate.cv, &sh->gate.m);
-	t0 = suite_now_ns();
-	sh->gate.go = true;
-	pthread_cond_broadcast(&sh->gate.cv);
-	pthread_mutex_unlock(&sh->gate.m);
-	if (st == TT_OK) {
-		uint64_t end = t0 + (uint64_t)c->duration_ms * 1000000u;
-		struct timespec until = { .tv_sec = (time_t)(end / 1000000000u),
-					  .tv_nsec = (long)(end % 1000000000u) };
-
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
-			;
-	}
+	t0 = lw_gate_open(&sh->gate, created, &sh->stop, st == TT_ERROR);
+	if (st == TT_OK)
+		lw_sleep_until(t0 + (uint64_t)c->duration_ms * 1000000u);
 	atomic_store(&sh->stop, true);
 	t1 = suite_now_ns();
 	cell->elapsed_s = (double)(t1 - t0) / 1e9;
 
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += c->stall_timeout_ms / 1000;
-	dl.tv_nsec += (long)(c->stall_timeout_ms % 1000) * 1000000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
-	for (unsigned i = 0; i < created; i++) {
-		if (pthread_timedjoin_np(tid[i], NULL, &dl) == 0)
-			joined[i] = true;
-		else if (st == TT_OK)
-			st = TT_STALLED;
-	}
+	if (!lw_join_by(tid, joined, created, c->stall_timeout_ms) && st == TT_OK)
+		st = TT_STALLED;
 	if (st == TT_STALLED) {
 		/* Leave them their memory, the handler and the locks (leaked
 		 * on purpose); the process ends with _exit. */
-		for (unsigned i = 0; i < created; i++)
-			if (!joined[i])
-				pthread_detach(tid[i]);
+		lw_detach_unjoined(tid, joined, created);
 		cell->stalled = true;
 		free(joined);
 		free(tid);
@@ -449,7 +393,7 @@ static enum tt_status tt_run_cell(const struct tt_config *c, struct tt_cell *cel
 	}
 	if (p->flags & LP_LIBRQSPIN) {
 		rqspin_lock_stats_get(&after);
-		stats_sub(&cell->lib, &before, &after);
+		stats_lib_delta(&cell->lib, &before, &after);
 	}
 	for (unsigned i = 0; i < created; i++) {
 		const struct tt_thread *t = &th[i];
@@ -503,20 +447,6 @@ out:
 
 /* ------------------------------------------------------------------------ */
 /* Output                                                                    */
-
-static void progress(const struct tt_config *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void progress(const struct tt_config *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->quiet)
-		return;
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fflush(stderr);
-}
 
 static uint64_t cell_fails(const struct tt_cell *cell, int x)
 {
@@ -662,90 +592,15 @@ static void tt_print(FILE *f, const struct tt_results *r)
 	}
 }
 
-static void json_hist_summary(struct json *j, const char *key, const struct hist *h)
-{
-	json_begin_object(j, key);
-	json_uint(j, "samples", h->n);
-	if (h->n) {
-		json_double(j, "mean", (double)h->sum / (double)h->n);
-		json_uint(j, "p50", hist_quantile(h, 0.50));
-		json_uint(j, "p90", hist_quantile(h, 0.90));
-		json_uint(j, "p99", hist_quantile(h, 0.99));
-		json_uint(j, "p999", hist_quantile(h, 0.999));
-		json_uint(j, "max", h->max);
-	}
-	/* Non-empty buckets: [low, width, count]. */
-	json_begin_array(j, "histogram");
-	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-		if (!h->bucket[i])
-			continue;
-		json_begin_array(j, NULL);
-		json_uint(j, NULL, hist_bucket_low(i));
-		json_uint(j, NULL, hist_bucket_width(i));
-		json_uint(j, NULL, h->bucket[i]);
-		json_end_array(j);
-	}
-	json_end_array(j);
-	json_end_object(j);
-}
-
-void suite_json_machine(struct json *j, const struct sysinfo_rec *s, const struct load_share *l)
-{
-	json_begin_object(j, "machine");
-	json_string(j, "cpu", s->cpu);
-	json_uint(j, "cores", s->cores);
-	json_uint(j, "cores_usable", s->cores_usable);
-	json_string(j, "kernel", s->kernel);
-	json_string(j, "compiler", s->compiler);
-	json_string(j, "build_type", s->build_type);
-	json_string(j, "libc", s->libc);
-	json_string(j, "ck", s->ck);
-	json_string(j, "librqspin", s->librqspin);
-	json_string(j, "date", s->date);
-	json_double(j, "clock_gettime_ns", s->timer_ns);
-	if (l->ok) {
-		json_double(j, "other_load_share", l->other);
-		json_double(j, "steal_share", l->steal);
-	}
-	json_end_object(j);
-}
-
-void suite_json_libstats(struct json *j, const struct rqspin_lock_stats *s)
-{
-	json_begin_object(j, "librqspin_stats");
-	json_uint(j, "fast", s->fast);
-	json_uint(j, "pending", s->pending);
-	json_uint(j, "queued", s->queued);
-	json_uint(j, "stolen", s->stolen);
-	json_uint(j, "parked", s->parked);
-	json_uint(j, "yielded", s->yielded);
-	json_uint(j, "nonode", s->nonode);
-	json_uint(j, "aa", s->aa);
-	json_uint(j, "abba", s->abba);
-	json_uint(j, "cycle", s->cycle);
-	json_uint(j, "nest_fail", s->nest_fail);
-	json_uint(j, "timeout", s->timeout);
-	json_uint(j, "owner_dead", s->owner_dead);
-	json_end_object(j);
-}
-
 static int tt_json(const char *path, const struct tt_results *r)
 {
 	const struct tt_config *c = r->cfg;
-	FILE *f = fopen(path, "w");
+	FILE *f = report_open("--json", path);
 	struct json j;
-	int rc;
 
-	if (!f) {
-		cli_error("--json: cannot write %s: %s", path, strerror(errno));
+	if (!f)
 		return -1;
-	}
-	json_init(&j, f);
-	json_begin_object(&j, NULL);
-	json_string(&j, "tool", "rqspin-bench");
-	json_string(&j, "suite", "torture");
-	json_uint(&j, "format_version", 1);
-	suite_json_machine(&j, &r->sys, &r->load);
+	report_json_begin(&j, f, "torture", &r->sys, &r->load);
 	json_begin_object(&j, "config");
 	json_string(&j, "mode", tt_mode_name[c->mode]);
 	json_begin_array(&j, "locks");
@@ -807,8 +662,8 @@ static int tt_json(const char *path, const struct tt_results *r)
 			json_uint(&j, "EOWNERDEAD", cell->fail[x][LW_FAIL_EOWNERDEAD]);
 			json_uint(&j, "other", cell->fail[x][LW_FAIL_OTHER]);
 			json_end_object(&j);
-			json_hist_summary(&j, "latency_ns", &cell->lat_ok[x]);
-			json_hist_summary(&j, "failure_latency_ns", &cell->lat_fail[x]);
+			report_json_hist(&j, "latency_ns", &cell->lat_ok[x], NULL);
+			report_json_hist(&j, "failure_latency_ns", &cell->lat_fail[x], NULL);
 			json_end_object(&j);
 		}
 		json_end_object(&j);
@@ -822,24 +677,16 @@ static int tt_json(const char *path, const struct tt_results *r)
 	json_bool(&j, "stalled", r->any_stalled);
 	json_bool(&j, "ok", !r->broken && !r->lib_stalled);
 	json_end_object(&j);
-	rc = ferror(f) ? -1 : 0;
-	if (fclose(f) != 0)
-		rc = -1;
-	if (rc)
-		cli_error("--json: error writing %s", path);
-	return rc;
+	return report_close(f, "--json", path);
 }
 
 static int tt_csv(const char *path, const struct tt_results *r)
 {
 	const struct tt_config *c = r->cfg;
-	FILE *f = fopen(path, "w");
-	int rc;
+	FILE *f = report_open("--csv", path);
 
-	if (!f) {
-		cli_error("--csv: cannot write %s: %s", path, strerror(errno));
+	if (!f)
 		return -1;
-	}
 	fprintf(f, "lock,threads,mode,ctx,status,elapsed_s,acquisitions,acq_per_s,jain,min_share,"
 		   "lat_p50_ns,lat_p99_ns,lat_p999_ns,lat_max_ns,fail_edeadlk,fail_etimedout,"
 		   "fail_eownerdead,fail_other,fail_lat_p50_ns,fail_lat_max_ns,owner_violations,"
@@ -886,12 +733,7 @@ static int tt_csv(const char *path, const struct tt_results *r)
 				c->think_us);
 		}
 	}
-	rc = ferror(f) ? -1 : 0;
-	if (fclose(f) != 0)
-		rc = -1;
-	if (rc)
-		cli_error("--csv: error writing %s", path);
-	return rc;
+	return report_close(f, "--csv", path);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -934,12 +776,12 @@ static void tt_schedule(struct tt_results *r)
 	struct load_snap l0, l1;
 	unsigned *stalled_at = calloc(c->nlocks, sizeof(unsigned));
 
-	progress(c, "%s torture (%s): %zu locks x %zu thread counts x %u ms: about %.0f s\n",
+	cli_progress(c->quiet, "%s torture (%s): %zu locks x %zu thread counts x %u ms: about %.0f s\n",
 		 cli_prog, tt_mode_name[c->mode], c->nlocks, c->nthreads, c->duration_ms,
 		 (double)c->nlocks * (double)c->nthreads * c->duration_ms / 1000.0);
 	load_snapshot(&l0);
 	for (size_t ti = 0; ti < c->nthreads; ti++) {
-		progress(c, "[torture %s] %u threads:", tt_mode_name[c->mode], c->threads[ti]);
+		cli_progress(c->quiet, "[torture %s] %u threads:", tt_mode_name[c->mode], c->threads[ti]);
 		for (size_t li = 0; li < c->nlocks; li++) {
 			struct tt_cell *cell = &r->cells[ti * c->nlocks + li];
 			enum tt_status st;
@@ -954,7 +796,7 @@ static void tt_schedule(struct tt_results *r)
 					r->lib_stalled = true;
 				if (stalled_at)
 					stalled_at[li] = cell->threads;
-				progress(c, "\n");
+				cli_progress(c->quiet, "\n");
 				cli_error("torture: %s, %u threads: workers did not return within %u ms "
 					  "of the stop: stalled",
 					  cell->lock->name, cell->threads, c->stall_timeout_ms);
@@ -962,7 +804,7 @@ static void tt_schedule(struct tt_results *r)
 			}
 			if (cell->broken) {
 				r->broken = true;
-				progress(c, "\n");
+				cli_progress(c->quiet, "\n");
 				cli_error("MUTUAL EXCLUSION BROKEN: torture %s, %u threads: %llu owner "
 					  "violations, %llu lost updates",
 					  cell->lock->name, cell->threads,
@@ -972,11 +814,11 @@ static void tt_schedule(struct tt_results *r)
 			if (cell->ran) {
 				double rate = (double)cell->ok[TT_NORMAL] / cell->elapsed_s;
 
-				progress(c, " %s %s/s%s", cell->lock->name, fmt_si(b, sizeof(b), rate),
+				cli_progress(c->quiet, " %s %s/s%s", cell->lock->name, fmt_si(b, sizeof(b), rate),
 					 cell_fails(cell, 0) + cell_fails(cell, 1) ? "(failures)" : "");
 			}
 		}
-		progress(c, " (%.0f s)\n", (double)(suite_now_ns() - start) / 1e9);
+		cli_progress(c->quiet, " (%.0f s)\n", (double)(suite_now_ns() - start) / 1e9);
 	}
 	free(stalled_at);
 	r->wall_s = (double)(suite_now_ns() - start) / 1e9;
@@ -1123,48 +965,6 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static bool parse_locks(const char *s, struct tt_config *c)
-{
-	char **names;
-	size_t n;
-
-	free(c->locks);
-	c->locks = NULL;
-	c->nlocks = 0;
-	if (strcmp(s, "all") == 0) {
-		c->locks = malloc(lock_peers_count * sizeof(*c->locks));
-		if (!c->locks)
-			return false;
-		for (size_t i = 0; i < lock_peers_count; i++)
-			if (!(lock_peers[i]->flags & LP_NOT_DEFAULT))
-				c->locks[c->nlocks++] = lock_peers[i];
-		return true;
-	}
-	if (!cli_split("--locks", s, &names, &n))
-		return false;
-	c->locks = malloc(n * sizeof(*c->locks));
-	if (!c->locks) {
-		free(names);
-		return false;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct lock_peer *p = lock_peer_find(names[i]);
-		bool dup = false;
-
-		if (!p) {
-			cli_error("--locks: unknown lock '%s' (see --help for the list)", names[i]);
-			free(names);
-			return false;
-		}
-		for (size_t k = 0; k < c->nlocks; k++)
-			dup |= c->locks[k] == p;
-		if (!dup)
-			c->locks[c->nlocks++] = p;
-	}
-	free(names);
-	return true;
-}
-
 static void config_free(struct tt_config *c)
 {
 	free(c->locks);
@@ -1233,7 +1033,7 @@ static int parse_args(int argc, char **argv, struct tt_config *c, bool *done)
 			break;
 		}
 		case OPT_LOCKS:
-			if (!parse_locks(optarg, c))
+			if (!cli_parse_locks(optarg, &c->locks, &c->nlocks))
 				goto bad;
 			set_locks = true;
 			break;
@@ -1298,23 +1098,15 @@ static int parse_args(int argc, char **argv, struct tt_config *c, bool *done)
 			config_free(c);
 			*done = true;
 			return CLI_EXIT_OK;
-		case ':':
-			cli_error("torture: option '%s' needs a value", argv[optind - 1]);
-			goto bad;
-		default:
-			if (optopt)
-				cli_error("torture: unknown option '-%c'", optopt);
-			else
-				cli_error("torture: unknown option '%s'", argv[optind - 1]);
+		default: /* ':' or an unknown option */
+			cli_getopt_error("torture", opt, argv);
 			goto bad;
 		}
 	}
-	if (optind < argc) {
-		cli_error("torture: unexpected argument '%s'", argv[optind]);
+	if (!cli_no_operands("torture", argc, argv))
 		goto bad;
-	}
 	if (c->mode != TT_PLAIN) {
-		if (!set_locks && !parse_locks("rqspin", c))
+		if (!set_locks && !cli_parse_locks("rqspin", &c->locks, &c->nlocks))
 			goto bad;
 		for (size_t i = 0; i < c->nlocks; i++) {
 			if (strcmp(c->locks[i]->name, "rqspin") != 0) {
@@ -1328,7 +1120,7 @@ static int parse_args(int argc, char **argv, struct tt_config *c, bool *done)
 			c->hold_us = DEF_MODE_HOLD_US;
 		if (!set_think)
 			c->think_us = DEF_MODE_THINK_US;
-	} else if (!set_locks && !parse_locks(DEF_LOCKS, c)) {
+	} else if (!set_locks && !cli_parse_locks(DEF_LOCKS, &c->locks, &c->nlocks)) {
 		goto bad;
 	}
 	if (!c->threads && !default_threads(c))

@@ -28,14 +28,11 @@
 #include "report.h"
 #include "suite.h"
 
-static struct verdict *add(struct lb_results *r, const char *issue, double value, double limit,
-			   bool ge)
+/* Clear *v and set its issue, value and limit; it passes when value >= limit
+ * (ge) or value <= limit, and fails when value is NaN. */
+static struct verdict *verdict_set(struct verdict *v, const char *issue, double value, double limit,
+				   bool ge)
 {
-	struct verdict *v;
-
-	if (r->nverdicts >= LB_MAX_VERDICTS)
-		return NULL;
-	v = &r->verdicts[r->nverdicts++];
 	memset(v, 0, sizeof(*v));
 	v->issue = issue;
 	v->value = value;
@@ -45,6 +42,14 @@ static struct verdict *add(struct lb_results *r, const char *issue, double value
 	else
 		v->status = (ge ? value >= limit : value <= limit) ? V_PASS : V_FAIL;
 	return v;
+}
+
+static struct verdict *add(struct lb_results *r, const char *issue, double value, double limit,
+			   bool ge)
+{
+	if (r->nverdicts >= LB_MAX_VERDICTS)
+		return NULL;
+	return verdict_set(&r->verdicts[r->nverdicts++], issue, value, limit, ge);
 }
 
 static void check_floor(struct lb_results *r)
@@ -241,20 +246,9 @@ void verdicts_compute(struct lb_results *r)
 struct verdict *vl_add(struct verdict_list *l, const char *issue, double value, double limit,
 		       bool ge)
 {
-	struct verdict *v;
-
 	if (l->n >= SUITE_MAX_VERDICTS)
 		return NULL;
-	v = &l->v[l->n++];
-	memset(v, 0, sizeof(*v));
-	v->issue = issue;
-	v->value = value;
-	v->limit = limit;
-	if (isnan(value))
-		v->status = V_FAIL;
-	else
-		v->status = (ge ? value >= limit : value <= limit) ? V_PASS : V_FAIL;
-	return v;
+	return verdict_set(&l->v[l->n++], issue, value, limit, ge);
 }
 
 void vl_count(const struct verdict_list *l, size_t *pass, size_t *fail)
@@ -265,17 +259,16 @@ void vl_count(const struct verdict_list *l, size_t *pass, size_t *fail)
 	}
 }
 
-/* The lock suite's verdict layout (report_verdicts). */
-void vl_print(FILE *f, const char *title, const struct verdict_list *l,
-	      const struct load_share *load)
+void verdicts_print(FILE *f, const char *title, const struct verdict *vs, size_t n,
+		    const struct load_share *load)
 {
 	size_t pass = 0, fail = 0;
 
-	if (!l->n)
+	if (!n)
 		return;
 	fprintf(f, "%s\n", title);
-	for (size_t i = 0; i < l->n; i++) {
-		const struct verdict *v = &l->v[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct verdict *v = &vs[i];
 		char val[24];
 
 		if (isnan(v->value))
@@ -287,13 +280,21 @@ void vl_print(FILE *f, const char *title, const struct verdict_list *l,
 		fprintf(f, "  %-4s  %-7s  %-66s %7s  %s\n",
 			v->status == V_PASS ? "PASS" : v->status == V_FAIL ? "FAIL" : "info", v->issue,
 			v->target, val, v->measured);
+		pass += v->status == V_PASS;
+		fail += v->status == V_FAIL;
 	}
-	vl_count(l, &pass, &fail);
 	fprintf(f, "  %zu passed, %zu failed", pass, fail);
 	if (load && load->ok && load->other > LB_BUSY_SHARE)
 		fprintf(f, " (on a busy machine: other processes used %.0f%% of the CPU time)",
 			100 * load->other);
 	fputs("\n\n", f);
+}
+
+/* The lock suite's verdict layout (report_verdicts). */
+void vl_print(FILE *f, const char *title, const struct verdict_list *l,
+	      const struct load_share *load)
+{
+	verdicts_print(f, title, l->v, l->n, load);
 }
 
 void vl_json(struct json *j, const char *key, const struct verdict_list *l)
