@@ -16,43 +16,14 @@
  */
 #include <rqspin/qspinlock.h>
 
+#include "guarded.h"
 #include "test_util.h"
 
-#define NARR 8
-
-struct guarded {
-	qspinlock_t lock;
-	volatile uint64_t a;        /* == b outside the critical section */
-	volatile uint64_t b;
-	volatile uint32_t arr[NARR]; /* sum == sum_check outside the CS */
-	volatile uint32_t sum_check;
-} __attribute__((aligned(128)));
-
-static void guarded_init(struct guarded *g)
-{
-	memset((void *)g, 0, sizeof(*g));
-	qspin_lock_init(&g->lock);
-}
 
 /* The critical section body; the lock is held. */
 static void critical(struct guarded *g, uint32_t r)
 {
-	uint64_t a = g->a;
-	uint32_t sum = 0;
-
-	CHECK(a == g->b);
-	for (int i = 0; i < NARR; i++)
-		sum += g->arr[i];
-	CHECK(sum == g->sum_check);
-
-	/* Break the invariants, then restore them. */
-	g->a = a + 1;
-	g->arr[r % NARR] += r;
-	for (volatile int spin = 0; spin < (int)(r & 7); spin++)
-		;
-	g->sum_check = sum + r;
-	g->b = g->b + 1;
-	CHECK(g->a == g->b);
+	guarded_update(g, r, 7);
 }
 
 static void acquire(qspinlock_t *l, bool use_trylock)

@@ -11,18 +11,12 @@
 #include <rqspin/lock_diag.h>
 #include <rqspin/qspinlock.h>
 
+#include "guarded.h"
 #include "test_util.h"
 
 #define NTHREADS 16
 #define NLOCKS 4
-#define NARR 4
 
-struct guarded {
-	qspinlock_t lock;
-	volatile uint64_t a, b;      /* equal outside the critical section */
-	volatile uint32_t arr[NARR]; /* sum == sum_check outside the CS */
-	volatile uint32_t sum_check;
-} __attribute__((aligned(128)));
 
 static struct guarded g_one, g_many[NLOCKS], g_sig;
 static tu_barrier g_bar;
@@ -30,22 +24,7 @@ static atomic_int g_running;
 
 static void critical(struct guarded *g, uint32_t r)
 {
-	uint64_t a;
-	uint32_t sum = 0;
-
-	qspin_lock(&g->lock);
-	a = g->a;
-	CHECK(a == g->b);
-	for (int i = 0; i < NARR; i++)
-		sum += g->arr[i];
-	CHECK(sum == g->sum_check);
-	g->a = a + 1;
-	g->arr[r % NARR] += r;
-	for (volatile unsigned spin = 0; spin < (r & 15); spin++)
-		;
-	g->sum_check = sum + r;
-	g->b = g->b + 1;
-	qspin_unlock(&g->lock);
+	guarded_locked_update(g, r, 15);
 }
 
 struct worker {

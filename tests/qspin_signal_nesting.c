@@ -30,6 +30,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 
+#include "guarded.h"
 #include "test_util.h"
 
 #define NLEVELS 5 /* 0: normal code, 1..4: nested handlers (4 = no node) */
@@ -224,33 +225,13 @@ static void part1(void)
 /* ---- part 2 ------------------------------------------------------------------ */
 
 #define NWORKERS 6
-#define NARR 4
 
-struct guarded {
-	qspinlock_t lock;
-	volatile uint64_t a, b;         /* equal outside the critical section */
-	volatile uint32_t arr[NARR];    /* sum == sum_check outside the CS */
-	volatile uint32_t sum_check;
-} __attribute__((aligned(128)));
 
 static struct guarded g_A, g_B, g_C;
 
 static void critical(struct guarded *g, uint32_t r)
 {
-	uint64_t a;
-	uint32_t sum = 0;
-
-	qspin_lock(&g->lock);
-	a = g->a;
-	CHECK(a == g->b);
-	for (int i = 0; i < NARR; i++)
-		sum += g->arr[i];
-	CHECK(sum == g->sum_check);
-	g->a = a + 1;
-	g->arr[r % NARR] += r;
-	g->sum_check = sum + r;
-	g->b = g->b + 1;
-	qspin_unlock(&g->lock);
+	guarded_locked_update(g, r, 0);
 }
 
 struct worker {
