@@ -24,7 +24,7 @@ struct rqspin_lock_stats {
 	uint64_t fast;        /* acquisitions by the inline fast path (one CAS) */
 	uint64_t pending;     /* acquisitions through the pending bit */
 	uint64_t queued;      /* acquisitions after waiting in the MCS queue */
-	uint64_t stolen;      /* slow-path acquisitions of a free lock ahead of queued waiters */
+	uint64_t stolen;      /* slow-path acquisitions by taking a free lock directly (not via pending or queue) */
 	uint64_t parked;      /* times a queued waiter slept on its futex */
 	uint64_t yielded;     /* times a spinning waiter yielded the CPU */
 	uint64_t nonode;      /* slow paths without an MCS node (nesting, or no slot) */
