@@ -80,9 +80,13 @@ static void *child_thread(void *p)
 	return NULL;
 }
 
-static void child_lock_work(void)
+/* skip: a lock that a thread of the forking process may have held at fork
+ * (it is held for good in this process, as a mutex would be), or -1. */
+static void child_lock_work(int skip)
 {
 	for (int i = 0; i < NFREE; i++) {
+		if (i == skip)
+			continue;
 		CHECK(!qspin_is_locked(&g_free[i].lock));
 		qspin_lock(&g_free[i].lock);
 		critical(&g_free[i]);
@@ -129,7 +133,9 @@ static void check_status(int status, const char *what)
 }
 
 /* Runs in the child right after fork. held_f: F was held by the forking
- * thread. depth 0: child, 1: grandchild. */
+ * thread. depth 0: child, 1: grandchild (forked while two threads of the
+ * child contended on g_free[(n + 1) % NFREE], so that lock may be held by
+ * a thread that does not exist there). */
 static __attribute__((noreturn)) void child_main(int n, bool held_f, int depth)
 {
 	struct rqspin_lock_stats s;
@@ -148,7 +154,7 @@ static __attribute__((noreturn)) void child_main(int n, bool held_f, int depth)
 		qspin_unlock(&g_F.lock);
 	}
 	CHECK(!qspin_is_locked(&g_F.lock));
-	child_lock_work();
+	child_lock_work(depth == 0 ? -1 : (n + 1) % NFREE);
 	if (depth == 0 && n % 4 == 1) {
 		/* Fork again while our own threads contend. */
 		pthread_t t[2];
