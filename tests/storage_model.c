@@ -18,6 +18,11 @@
 
 #include "test_util.h"
 
+/* The exported rqspin_storage_get (for FFI users), not the header's inline
+ * function of the same name. */
+void *get_exported(struct rqspin_storage_map *map, struct rqspin_storage_owner *owner,
+		   const void *init, unsigned flags, int *err) __asm__("rqspin_storage_get");
+
 #ifdef TU_TSAN
 /* liburcu is not instrumented: its own call_rcu/rcu_barrier bookkeeping
  * (calloc in one thread, free in its worker, ordered by futexes that
@@ -210,6 +215,15 @@ static void step(void)
 			check_present(s, o, p);
 		} else {
 			CHECK(p == NULL && err == -ENOENT);
+		}
+		/* The inline fast path, the exported function and the
+		 * library's full lookup agree. */
+		{
+			int err2 = 1, err3 = 1;
+
+			CHECK(get_exported(s->map, &owners[o], NULL, 0, &err2) == p && err2 == err);
+			CHECK(rqspin__storage_get_slow(s->map, &owners[o], NULL, 0, &err3) == p &&
+			      err3 == err);
 		}
 	} else if (op < 450) { /* get-create, zeroed or from init */
 		const void *init = tu_rng_below(&rng, 2) ? in : NULL;

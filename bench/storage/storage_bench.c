@@ -9,10 +9,11 @@
  *  2. 1K .. 1M owners with one 8-byte value each, for object-local storage
  *     (rqspin_malloc_nolock values, and the malloc flag), liburcu's
  *     rculfhash (memb flavour, resized to fit before gets are measured) and
- *     an open-addressing table under one rqspinlock: get in random owner
- *     order (and the same after reading the owner object, as a server
- *     that serves a connection does), create rate, destroy rate, bytes per
- *     owner; 1 and 2 threads.
+ *     an open-addressing table under one rqspinlock, and a floor (the owner
+ *     points straight at a bare value: the least any one-pointer design
+ *     can cost): get in random owner order (and the same after reading the
+ *     owner object, as a server that serves a connection does), create
+ *     rate, destroy rate, bytes per owner; 1 and 2 threads.
  *
  * Owners are 64-byte objects in an array (like connection structs); the
  * storage variants read the owner's embedded pointer, the hash tables only
@@ -156,7 +157,8 @@ static uint64_t all_bytes(void)
 
 struct owner {
 	struct rqspin_storage_owner st;
-	char payload[56];
+	uint64_t *direct; /* the floor method's value */
+	char payload[48];
 } __attribute__((aligned(64)));
 
 static struct owner *owners;
@@ -179,9 +181,14 @@ static void make_perm(uint32_t *p, unsigned long n, uint64_t seed)
 
 /* ---- the methods -------------------------------------------------------- */
 
-enum method { M_STORAGE, M_STORAGE_MALLOC, M_LFHT, M_OATAB, M_N };
+/* M_FLOOR is not a usable design, it is the lower bound of any design in
+ * which the owner holds one pointer and the value lives elsewhere: the
+ * owner points straight at a bare 8-byte value (no header, no key check, no
+ * deletion safety), so values sit 8 bytes apart. */
+enum method { M_STORAGE, M_STORAGE_MALLOC, M_LFHT, M_OATAB, M_FLOOR, M_N };
 static const char *method_name[M_N] = { "local storage (nolock)", "local storage (malloc)",
-					"rculfhash", "open addressing + lock" };
+					"rculfhash", "open addressing + lock",
+					"floor: owner -> bare value" };
 
 /* object-local storage */
 static struct rqspin_storage_map *smap;
@@ -374,6 +381,12 @@ static void create_range(enum method m, unsigned long lo, unsigned long hi)
 			urcu_memb_read_unlock();
 			break;
 		}
+		case M_FLOOR:
+			o->direct = rqspin_malloc_nolock(sizeof(*o->direct), 0);
+			if (!o->direct)
+				die("rqspin_malloc_nolock");
+			*o->direct = v;
+			break;
 		default:
 			oa_insert(o, v);
 			break;
@@ -405,6 +418,10 @@ static void destroy_range(enum method m, unsigned long lo, unsigned long hi)
 			urcu_memb_read_unlock();
 			break;
 		}
+		case M_FLOOR:
+			rqspin_free_nolock(o->direct);
+			o->direct = NULL;
+			break;
 		default:
 			oa_delete(o);
 			break;
@@ -445,6 +462,9 @@ static uint64_t get_loop(enum method m, const uint32_t *order, unsigned long cou
 			urcu_memb_read_unlock();
 			break;
 		}
+		case M_FLOOR:
+			sum += *o->direct;
+			break;
 		default: {
 			uint64_t v = 0;
 
@@ -572,6 +592,8 @@ static struct row measure(enum method m, unsigned long n, int nthreads)
 				bytes = now > base ? (double)(now - base) / (double)n : 0;
 			if (m == M_STORAGE || m == M_STORAGE_MALLOC)
 				bytes += sizeof(struct rqspin_storage_owner);
+			if (m == M_FLOOR)
+				bytes += sizeof(uint64_t *);
 		}
 		run_job(m, J_GET, nthreads, gets / 4); /* warm up */
 		t = run_job(m, J_GET, nthreads, gets);
@@ -763,8 +785,11 @@ int storage_bench_main(int argc, char **argv)
 	printf("- cache-hit get <= 5 ns: %.2f ns -> %s\n", lat[0], lat[0] <= 5.0 ? "met" : "MISSED");
 	fails += lat[0] > 5.0;
 	checked++;
-	printf("- 100 maps <= 3x the 1-map cost: %.2fx -> %s\n", lat[5] / lat[0],
-	       lat[5] <= 3 * lat[0] ? "met" : "MISSED");
+	/* 1 map is the inline hit of storage.h; from 2 maps on, all but the
+	 * first go through the library's index: the 16-map ratio shows the
+	 * cost of that path growing (or not) past the kernel's cache size. */
+	printf("- 100 maps <= 3x the 1-map cost: %.2fx -> %s (100 maps / 16 maps: %.2fx)\n",
+	       lat[5] / lat[0], lat[5] <= 3 * lat[0] ? "met" : "MISSED", lat[5] / lat[1]);
 	fails += lat[5] > 3 * lat[0];
 	checked++;
 	for (int i = 0; i < nn; i++) {

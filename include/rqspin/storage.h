@@ -63,6 +63,7 @@
 #define RQSPIN_STORAGE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <rqspin/lock_common.h>
 #include <rqspin/rqspinlock.h>
 
@@ -124,6 +125,19 @@ RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map);
 /* The map's value size. Async-signal-safe. */
 RQSPIN_API size_t rqspin_storage_map_value_size(const struct rqspin_storage_map *map);
 
+/* ABI of the inline rqspin_storage_get below; not for direct use. An
+ * owner's storage block may embed its first value: the owner word then has
+ * RQSPIN__STORAGE_EMB set, and the block (word without the bit) holds that
+ * value's key (its map, or NULL once the value is deleted) at offset
+ * RQSPIN__STORAGE_EMB_KEY, immediately followed by the value. The block
+ * lives, and its embedded slot is never reused, until the owner is
+ * destroyed (src/storage/internal.h checks these offsets). */
+#define RQSPIN__STORAGE_EMB ((uintptr_t)1)
+#define RQSPIN__STORAGE_EMB_KEY 112
+RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
+					  struct rqspin_storage_owner *owner, const void *init,
+					  unsigned flags, int *err);
+
 /*
  * The owner's value for map, or NULL with *err set (err may be NULL).
  * Without RQSPIN_STORAGE_F_CREATE: lock-free lookup; -ENOENT if absent.
@@ -131,10 +145,46 @@ RQSPIN_API size_t rqspin_storage_map_value_size(const struct rqspin_storage_map 
  * (value_size bytes); a value created concurrently by another thread is
  * returned instead. -ENOMEM, -EDEADLK, -ETIMEDOUT, -EINVAL as above.
  * Async-signal-safe (creation too, except for F_MALLOC maps).
+ *
+ * Inline: the common hit (the owner's first value, when it is embedded in
+ * its storage block) is two dependent loads and a compare, with no call
+ * and no read-side section, so that a caller's loop over many owners keeps
+ * several cache misses in flight. Everything else goes to the library.
  */
-RQSPIN_API void *rqspin_storage_get(struct rqspin_storage_map *map,
-				    struct rqspin_storage_owner *owner, const void *init,
-				    unsigned flags, int *err);
+static inline void *rqspin_storage_get(struct rqspin_storage_map *map,
+				       struct rqspin_storage_owner *owner, const void *init,
+				       unsigned flags, int *err)
+{
+	if (__builtin_expect(map != NULL && owner != NULL && flags <= RQSPIN_STORAGE_F_CREATE,
+			     1)) {
+		/* acquire: pairs with the release CAS that published the
+		 * storage block, so the embedded value, written before, is
+		 * seen initialised. */
+		uintptr_t w = (uintptr_t)__atomic_load_n(&owner->storage_, __ATOMIC_ACQUIRE);
+
+		if (__builtin_expect((w & RQSPIN__STORAGE_EMB) != 0, 1)) {
+			char *key = (char *)(w & ~RQSPIN__STORAGE_EMB) + RQSPIN__STORAGE_EMB_KEY;
+
+			/* relaxed: the key is the map from the block's
+			 * publication (covered by the acquire above) until
+			 * the value is deleted, then NULL for good; no other
+			 * value ever takes the slot. No read-side section
+			 * is needed: the block is freed only after the owner
+			 * is destroyed, which the caller may not race with
+			 * (see "Contract"). A hit on a value being deleted
+			 * concurrently is what the lifetime rules above
+			 * already cover (the slot's memory stays valid until
+			 * the owner is destroyed, too). */
+			if (__atomic_load_n((struct rqspin_storage_map **)key, __ATOMIC_RELAXED) ==
+			    map) {
+				if (err)
+					*err = 0;
+				return key + sizeof(struct rqspin_storage_map *);
+			}
+		}
+	}
+	return rqspin__storage_get_slow(map, owner, init, flags, err);
+}
 
 /*
  * Copy value (value_size bytes) into the owner's value under the value's

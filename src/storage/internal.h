@@ -133,6 +133,14 @@ struct st_local {
 #define ST_LOCAL_SIZE (sizeof(struct st_local) + ST_INLINE_SLOTS * sizeof(struct st_elem *))
 _Static_assert(ST_LOCAL_SIZE == 64, "a storage is one cache line");
 _Static_assert(offsetof(struct st_elem, data) == 56, "element header");
+/* The inline lookup of storage.h reads the embedded element's key and value
+ * at fixed offsets from the owner word. */
+_Static_assert(ST_OWNER_EMB == RQSPIN__STORAGE_EMB, "owner word tag");
+_Static_assert(ST_LOCAL_SIZE + offsetof(struct st_elem, map) == RQSPIN__STORAGE_EMB_KEY,
+	       "embedded key offset");
+_Static_assert(offsetof(struct st_elem, data) ==
+	       offsetof(struct st_elem, map) + sizeof(struct rqspin_storage_map *),
+	       "the value follows the key");
 
 /* ---- maps -------------------------------------------------------------- */
 

@@ -210,23 +210,26 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 	return ret;
 }
 
-/* get's miss path, out of line so that the hit path needs no stack frame
- * to speak of. */
+/* get's slow path: registration, misses, creation and errors. Looks up
+ * again (the caller may have skipped the lookup for an unregistered
+ * thread); a miss costs that little extra. */
 static __attribute__((noinline, cold)) void *get_slow(struct rqspin_storage_map *map,
 						    struct rqspin_storage_owner *owner,
 						    const void *init, unsigned flags, int *err)
 {
 	struct st_elem *e = NULL;
 	bool existed;
-	int ret;
+	int ret = 0;
 
-	if (!map || !owner || (flags & ~RQSPIN_STORAGE_F_CREATE)) {
+	if (!map || !owner || (flags & ~RQSPIN_STORAGE_F_CREATE))
 		ret = -EINVAL;
-	} else if (!(flags & RQSPIN_STORAGE_F_CREATE)) {
-		ret = -ENOENT;
-	} else {
+	if (!ret) {
 		st_read_lock();
-		ret = create_elem(map, owner, init, &e, &existed);
+		e = lookup(map, owner);
+		if (!e && !(flags & RQSPIN_STORAGE_F_CREATE))
+			ret = -ENOENT;
+		else if (!e)
+			ret = create_elem(map, owner, init, &e, &existed);
 		st_read_unlock();
 	}
 	if (err)
@@ -234,17 +237,23 @@ static __attribute__((noinline, cold)) void *get_slow(struct rqspin_storage_map 
 	return ret ? NULL : e->data;
 }
 
-RQSPIN_API void *rqspin_storage_get(struct rqspin_storage_map *map,
-				    struct rqspin_storage_owner *owner, const void *init,
-				    unsigned flags, int *err)
+/* The out-of-line part of the inline rqspin_storage_get (storage.h): the
+ * owner's index (values that are not embedded), then get_slow for the rest.
+ * The hit path makes no call (registration is checked up front, and
+ * liburcu's wake-up of a waiting grace period is its unlikely branch), so
+ * that it needs no stack frame. */
+RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
+					  struct rqspin_storage_owner *owner, const void *init,
+					  unsigned flags, int *err)
 {
-	struct st_elem *e;
+	if (ST_LIKELY(map && owner && flags <= RQSPIN_STORAGE_F_CREATE &&
+		      URCU_TLS(urcu_memb_reader).registered)) {
+		struct st_elem *e;
 
-	if (ST_LIKELY(map && owner)) {
-		st_read_lock();
+		ST_RCU_READ_LOCK();
 		e = lookup(map, owner);
 		st_read_unlock();
-		if (ST_LIKELY(e && !(flags & ~RQSPIN_STORAGE_F_CREATE))) {
+		if (ST_LIKELY(e)) {
 			if (err)
 				*err = 0;
 			/* Valid past the section: see the lifetime rules in

@@ -17,6 +17,7 @@ set(RQSPIN_STORAGE_SOURCES
   src/storage/table.c
   src/storage/unlink.c
   src/storage/ops.c
+  src/storage/get_symbol.c
   src/storage/map.c)
 
 if(NOT CMAKE_CROSSCOMPILING)
