@@ -181,3 +181,65 @@ bool cli_parse_locks(const char *s, const struct lock_peer ***locks, size_t *nlo
 	free(names);
 	return true;
 }
+
+static bool cli_apply(const struct cli_opt *o, const char *value)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "--%s", o->name);
+	switch (o->kind) {
+	case CLI_FLAG:
+		*(bool *)o->dest = true;
+		return true;
+	case CLI_STRING:
+		*(const char **)o->dest = value;
+		return true;
+	case CLI_UINT:
+		return cli_parse_uint(name, value, o->min, o->max, o->dest);
+	case CLI_UINT_LIST:
+		free(*(unsigned **)o->dest);
+		*(unsigned **)o->dest = NULL;
+		return cli_parse_uint_list(name, value, o->min, o->max, o->dest, o->count);
+	case CLI_LOCKS:
+		return cli_parse_locks(value, o->dest, o->count);
+	case CLI_CUSTOM:
+		return o->parse(value, o->dest);
+	}
+	return false;
+}
+
+int cli_parse_options(const char *sub, int argc, char **argv, const struct cli_opt *opts,
+		      size_t nopts, bool *help)
+{
+	struct option lo[CLI_MAX_OPTS + 2];
+	int opt;
+
+	*help = false;
+	if (nopts > CLI_MAX_OPTS) {
+		cli_error("%s: too many options for the parser", sub);
+		return CLI_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < nopts; i++)
+		lo[i] = (struct option){ opts[i].name,
+					 opts[i].kind == CLI_FLAG ? no_argument : required_argument,
+					 NULL, 256 + (int)i };
+	lo[nopts] = (struct option){ "help", no_argument, NULL, 'h' };
+	lo[nopts + 1] = (struct option){ NULL, 0, NULL, 0 };
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+		if (opt == 'h') {
+			*help = true;
+			return CLI_EXIT_OK;
+		}
+		if (opt < 256 || opt >= 256 + (int)nopts) { /* ':' or an unknown option */
+			cli_getopt_error(sub, opt, argv);
+			return CLI_EXIT_USAGE;
+		}
+		if (!cli_apply(&opts[opt - 256], optarg))
+			return CLI_EXIT_USAGE;
+		if (opts[opt - 256].seen)
+			*opts[opt - 256].seen = true;
+	}
+	return cli_no_operands(sub, argc, argv) ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+}

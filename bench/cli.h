@@ -36,6 +36,35 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct lock_peer;
 bool cli_parse_locks(const char *s, const struct lock_peer ***locks, size_t *nlocks);
 
+/* One option of a subcommand, for cli_parse_options. dest is what the value
+ * goes into:
+ *   CLI_FLAG       bool *          (no value; set to true)
+ *   CLI_STRING     const char **   (points into argv)
+ *   CLI_UINT       unsigned *      in [min, max]
+ *   CLI_UINT_LIST  unsigned **     comma-separated, each in [min, max]; the
+ *                                  old list is freed, *count set
+ *   CLI_LOCKS      const struct lock_peer ***, as cli_parse_locks; *count set
+ *   CLI_CUSTOM     anything: parse(value, dest) checks and stores it (and
+ *                  says what is wrong)
+ * seen, when not NULL, is set to true when the option is given. */
+enum cli_kind { CLI_FLAG, CLI_STRING, CLI_UINT, CLI_UINT_LIST, CLI_LOCKS, CLI_CUSTOM };
+struct cli_opt {
+	const char *name; /* without the leading "--" */
+	enum cli_kind kind;
+	void *dest;
+	unsigned min, max;
+	size_t *count;
+	bool (*parse)(const char *value, void *dest);
+	bool *seen;
+};
+#define CLI_MAX_OPTS 32
+
+/* Parse argv[1..] of subcommand sub: the options in opts, -h/--help, and no
+ * operands. Returns CLI_EXIT_OK (with *help set when help was asked for:
+ * print it and exit 0) or CLI_EXIT_USAGE after saying what is wrong. */
+int cli_parse_options(const char *sub, int argc, char **argv, const struct cli_opt *opts,
+		      size_t nopts, bool *help);
+
 /* Progress on stderr (printf-style, flushed), unless quiet (--quiet). */
 void cli_progress(bool quiet, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

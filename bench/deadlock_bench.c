@@ -27,7 +27,6 @@
  * finish in DL_HANG_S seconds is reported and the process ends (exit 1).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -1112,32 +1111,9 @@ static void usage(FILE *f)
 		QUICK_TIMEOUT_TRIALS);
 }
 
-enum {
-	OPT_TRIALS = 256,
-	OPT_TIMEOUT_TRIALS,
-	OPT_TIMEOUTS,
-	OPT_SCENARIOS,
-	OPT_QUICK,
-	OPT_JSON,
-	OPT_CSV,
-	OPT_QUIET,
-};
-
-static const struct option long_opts[] = {
-	{ "trials", required_argument, NULL, OPT_TRIALS },
-	{ "timeout-trials", required_argument, NULL, OPT_TIMEOUT_TRIALS },
-	{ "timeouts-ms", required_argument, NULL, OPT_TIMEOUTS },
-	{ "scenarios", required_argument, NULL, OPT_SCENARIOS },
-	{ "quick", no_argument, NULL, OPT_QUICK },
-	{ "json", required_argument, NULL, OPT_JSON },
-	{ "csv", required_argument, NULL, OPT_CSV },
-	{ "quiet", no_argument, NULL, OPT_QUIET },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-static bool parse_scenarios(const char *s, struct dl_config *c)
+static bool parse_scenarios(const char *s, void *dest)
 {
+	struct dl_config *c = dest;
 	char **names;
 	size_t n;
 
@@ -1168,8 +1144,9 @@ static bool parse_scenarios(const char *s, struct dl_config *c)
 	return true;
 }
 
-static bool parse_timeouts(const char *s, struct dl_config *c)
+static bool parse_timeouts(const char *s, void *dest)
 {
+	struct dl_config *c = dest;
 	unsigned *v;
 	size_t n;
 
@@ -1198,55 +1175,25 @@ static void config_defaults(struct dl_config *c)
 static int parse_args(int argc, char **argv, struct dl_config *c, bool *done)
 {
 	bool set_trials = false, set_tt = false;
-	int opt;
+	const struct cli_opt opts[] = {
+		{ "trials", CLI_UINT, &c->trials, 1, 1000000, NULL, NULL, &set_trials },
+		{ "timeout-trials", CLI_UINT, &c->timeout_trials, 1, 1000000, NULL, NULL, &set_tt },
+		{ "timeouts-ms", CLI_CUSTOM, c, 0, 0, NULL, parse_timeouts, NULL },
+		{ "scenarios", CLI_CUSTOM, c, 0, 0, NULL, parse_scenarios, NULL },
+		{ "quick", CLI_FLAG, &c->quick, 0, 0, NULL, NULL, NULL },
+		{ "json", CLI_STRING, &c->json_path, 0, 0, NULL, NULL, NULL },
+		{ "csv", CLI_STRING, &c->csv_path, 0, 0, NULL, NULL, NULL },
+		{ "quiet", CLI_FLAG, &c->quiet, 0, 0, NULL, NULL, NULL },
+	};
 
-	*done = false;
 	config_defaults(c);
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_TRIALS:
-			if (!cli_parse_uint("--trials", optarg, 1, 1000000, &c->trials))
-				goto bad;
-			set_trials = true;
-			break;
-		case OPT_TIMEOUT_TRIALS:
-			if (!cli_parse_uint("--timeout-trials", optarg, 1, 1000000, &c->timeout_trials))
-				goto bad;
-			set_tt = true;
-			break;
-		case OPT_TIMEOUTS:
-			if (!parse_timeouts(optarg, c))
-				goto bad;
-			break;
-		case OPT_SCENARIOS:
-			if (!parse_scenarios(optarg, c))
-				goto bad;
-			break;
-		case OPT_QUICK:
-			c->quick = true;
-			break;
-		case OPT_JSON:
-			c->json_path = optarg;
-			break;
-		case OPT_CSV:
-			c->csv_path = optarg;
-			break;
-		case OPT_QUIET:
-			c->quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			*done = true;
-			return CLI_EXIT_OK;
-		default: /* ':' or an unknown option */
-			cli_getopt_error("deadlock", opt, argv);
-			goto bad;
-		}
-	}
-	if (!cli_no_operands("deadlock", argc, argv))
+	if (cli_parse_options("deadlock", argc, argv, opts, sizeof(opts) / sizeof(opts[0]),
+			      done) != CLI_EXIT_OK)
 		goto bad;
+	if (*done) {
+		usage(stdout);
+		return CLI_EXIT_OK;
+	}
 	if (c->quick && !set_trials)
 		c->trials = QUICK_TRIALS;
 	if (!set_tt)

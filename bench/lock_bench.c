@@ -19,7 +19,6 @@
 #include "lock_bench.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -108,52 +107,25 @@ static void usage(FILE *f, const char *sub)
 		"a librqspin lock stalled or an output could not be written, 2 bad arguments.\n");
 }
 
-enum {
-	OPT_LOCKS = 256,
-	OPT_THREADS,
-	OPT_DURATION,
-	OPT_REPEATS,
-	OPT_CS,
-	OPT_THINK,
-	OPT_BASELINE,
-	OPT_SAMPLE,
-	OPT_UNCONTENDED,
-	OPT_STALL,
-	OPT_QUICK,
-	OPT_JSON,
-	OPT_CSV,
-	OPT_PLOT,
-	OPT_NO_PLOT,
-	OPT_QUIET,
-};
-
-static const struct option long_opts[] = {
-	{ "locks", required_argument, NULL, OPT_LOCKS },
-	{ "threads", required_argument, NULL, OPT_THREADS },
-	{ "duration-ms", required_argument, NULL, OPT_DURATION },
-	{ "repeats", required_argument, NULL, OPT_REPEATS },
-	{ "cs", required_argument, NULL, OPT_CS },
-	{ "think", required_argument, NULL, OPT_THINK },
-	{ "baseline", required_argument, NULL, OPT_BASELINE },
-	{ "sample", required_argument, NULL, OPT_SAMPLE },
-	{ "uncontended-ms", required_argument, NULL, OPT_UNCONTENDED },
-	{ "stall-timeout-ms", required_argument, NULL, OPT_STALL },
-	{ "quick", no_argument, NULL, OPT_QUICK },
-	{ "json", required_argument, NULL, OPT_JSON },
-	{ "csv", required_argument, NULL, OPT_CSV },
-	{ "plot", required_argument, NULL, OPT_PLOT },
-	{ "no-plot", no_argument, NULL, OPT_NO_PLOT },
-	{ "quiet", no_argument, NULL, OPT_QUIET },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
 static void config_free(struct lb_config *c)
 {
 	free(c->locks);
 	free(c->threads);
 	c->locks = NULL;
 	c->threads = NULL;
+}
+
+static bool parse_sample(const char *value, void *dest)
+{
+	unsigned *v = dest;
+
+	if (!cli_parse_uint("--sample", value, 0, 1u << 30, v))
+		return false;
+	if (*v & (*v - 1)) {
+		cli_error("--sample: %u is not a power of two", *v);
+		return false;
+	}
+	return true;
 }
 
 /* Returns CLI_EXIT_OK to run, or an exit status (help: 0 via *done). */
@@ -163,7 +135,28 @@ static int parse_args(int argc, char **argv, struct lb_config *c, bool *done)
 	bool all = strcmp(sub, "all") == 0;
 	bool set_dur = false, set_rep = false, set_unc = false, no_plot = false;
 	const char *baseline = NULL;
-	int opt;
+	const struct cli_opt opts[] = {
+		{ "locks", CLI_LOCKS, &c->locks, 0, 0, &c->nlocks, NULL, NULL },
+		{ "threads", CLI_UINT_LIST, &c->threads, 1, LB_MAX_THREADS, &c->nthreads, NULL,
+		  NULL },
+		{ "duration-ms", CLI_UINT, &c->duration_ms, 1, 3600000, NULL, NULL, &set_dur },
+		{ "repeats", CLI_UINT, &c->repeats, 1, 1000, NULL, NULL, &set_rep },
+		{ "cs", CLI_UINT, &c->cs, 0, 1000000, NULL, NULL, NULL },
+		{ "think", CLI_UINT, &c->think, 0, 100000000, NULL, NULL, NULL },
+		{ "baseline", CLI_STRING, &baseline, 0, 0, NULL, NULL, NULL },
+		{ "sample", CLI_CUSTOM, &c->sample_every, 0, 0, NULL, parse_sample, NULL },
+		{ "uncontended-ms", CLI_UINT, &c->uncontended_ms, 0, 3600000, NULL, NULL,
+		  &set_unc },
+		{ "stall-timeout-ms", CLI_UINT, &c->stall_timeout_ms, 1, 3600000, NULL, NULL,
+		  NULL },
+		{ "quick", CLI_FLAG, &c->quick, 0, 0, NULL, NULL, NULL },
+		{ "json", CLI_STRING, &c->json_path, 0, 0, NULL, NULL, NULL },
+		{ "csv", CLI_STRING, &c->csv_path, 0, 0, NULL, NULL, NULL },
+		{ "plot", CLI_STRING, &c->plot_path, 0, 0, NULL, NULL, NULL },
+		{ "quiet", CLI_FLAG, &c->quiet, 0, 0, NULL, NULL, NULL },
+		/* last: only 'all' has it */
+		{ "no-plot", CLI_FLAG, &no_plot, 0, 0, NULL, NULL, NULL },
+	};
 
 	*done = false;
 	memset(c, 0, sizeof(*c));
@@ -176,93 +169,14 @@ static int parse_args(int argc, char **argv, struct lb_config *c, bool *done)
 	c->uncontended_ms = DEF_UNCONTENDED_MS;
 	c->stall_timeout_ms = DEF_STALL_MS;
 
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_LOCKS:
-			if (!cli_parse_locks(optarg, &c->locks, &c->nlocks))
-				goto bad;
-			break;
-		case OPT_THREADS:
-			free(c->threads);
-			if (!cli_parse_uint_list("--threads", optarg, 1, LB_MAX_THREADS, &c->threads,
-						 &c->nthreads))
-				goto bad;
-			break;
-		case OPT_DURATION:
-			if (!cli_parse_uint("--duration-ms", optarg, 1, 3600000, &c->duration_ms))
-				goto bad;
-			set_dur = true;
-			break;
-		case OPT_REPEATS:
-			if (!cli_parse_uint("--repeats", optarg, 1, 1000, &c->repeats))
-				goto bad;
-			set_rep = true;
-			break;
-		case OPT_CS:
-			if (!cli_parse_uint("--cs", optarg, 0, 1000000, &c->cs))
-				goto bad;
-			break;
-		case OPT_THINK:
-			if (!cli_parse_uint("--think", optarg, 0, 100000000, &c->think))
-				goto bad;
-			break;
-		case OPT_BASELINE:
-			baseline = optarg;
-			break;
-		case OPT_SAMPLE:
-			if (!cli_parse_uint("--sample", optarg, 0, 1u << 30, &c->sample_every))
-				goto bad;
-			if (c->sample_every & (c->sample_every - 1)) {
-				cli_error("--sample: %u is not a power of two", c->sample_every);
-				goto bad;
-			}
-			break;
-		case OPT_UNCONTENDED:
-			if (!cli_parse_uint("--uncontended-ms", optarg, 0, 3600000, &c->uncontended_ms))
-				goto bad;
-			set_unc = true;
-			break;
-		case OPT_STALL:
-			if (!cli_parse_uint("--stall-timeout-ms", optarg, 1, 3600000,
-					    &c->stall_timeout_ms))
-				goto bad;
-			break;
-		case OPT_QUICK:
-			c->quick = true;
-			break;
-		case OPT_JSON:
-			c->json_path = optarg;
-			break;
-		case OPT_CSV:
-			c->csv_path = optarg;
-			break;
-		case OPT_PLOT:
-			c->plot_path = optarg;
-			break;
-		case OPT_NO_PLOT:
-			if (!all) {
-				cli_error("--no-plot is an option of 'all'");
-				goto bad;
-			}
-			no_plot = true;
-			break;
-		case OPT_QUIET:
-			c->quiet = true;
-			break;
-		case 'h':
-			usage(stdout, sub);
-			config_free(c);
-			*done = true;
-			return CLI_EXIT_OK;
-		default: /* ':' or an unknown option */
-			cli_getopt_error(sub, opt, argv);
-			goto bad;
-		}
-	}
-	if (!cli_no_operands(sub, argc, argv))
+	if (cli_parse_options(sub, argc, argv, opts, sizeof(opts) / sizeof(opts[0]) - !all,
+			      done) != CLI_EXIT_OK)
 		goto bad;
+	if (*done) {
+		usage(stdout, sub);
+		config_free(c);
+		return CLI_EXIT_OK;
+	}
 	if (!c->locks && !cli_parse_locks("all", &c->locks, &c->nlocks))
 		goto bad;
 	if (!c->threads && !cli_parse_uint_list("--threads", "1,2,4,8", 1, LB_MAX_THREADS,

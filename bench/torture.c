@@ -35,7 +35,6 @@
  * stalled (the process then ends with _exit).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -927,44 +926,6 @@ static void usage(FILE *f)
 		   "written, 2 bad arguments.\n");
 }
 
-enum {
-	OPT_MODE = 256,
-	OPT_LOCKS,
-	OPT_THREADS,
-	OPT_DURATION,
-	OPT_HOLD,
-	OPT_LONG_HOLD,
-	OPT_LONG_EVERY,
-	OPT_THINK,
-	OPT_HANDLER_HOLD,
-	OPT_TIMER,
-	OPT_STALL,
-	OPT_QUICK,
-	OPT_JSON,
-	OPT_CSV,
-	OPT_QUIET,
-};
-
-static const struct option long_opts[] = {
-	{ "mode", required_argument, NULL, OPT_MODE },
-	{ "locks", required_argument, NULL, OPT_LOCKS },
-	{ "threads", required_argument, NULL, OPT_THREADS },
-	{ "duration-ms", required_argument, NULL, OPT_DURATION },
-	{ "hold-us", required_argument, NULL, OPT_HOLD },
-	{ "long-hold-us", required_argument, NULL, OPT_LONG_HOLD },
-	{ "long-hold-every", required_argument, NULL, OPT_LONG_EVERY },
-	{ "think-us", required_argument, NULL, OPT_THINK },
-	{ "handler-hold-us", required_argument, NULL, OPT_HANDLER_HOLD },
-	{ "timer-us", required_argument, NULL, OPT_TIMER },
-	{ "stall-timeout-ms", required_argument, NULL, OPT_STALL },
-	{ "quick", no_argument, NULL, OPT_QUICK },
-	{ "json", required_argument, NULL, OPT_JSON },
-	{ "csv", required_argument, NULL, OPT_CSV },
-	{ "quiet", no_argument, NULL, OPT_QUIET },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
 static void config_free(struct tt_config *c)
 {
 	free(c->locks);
@@ -997,12 +958,42 @@ static bool default_threads(struct tt_config *c)
 	return true;
 }
 
+static bool parse_mode(const char *value, void *dest)
+{
+	for (int k = 0; k < TT_NMODES; k++) {
+		if (strcmp(value, tt_mode_name[k]) == 0) {
+			*(enum tt_mode *)dest = (enum tt_mode)k;
+			return true;
+		}
+	}
+	cli_error("--mode: '%s' is not plain, aa, abba or abbcca", value);
+	return false;
+}
+
 static int parse_args(int argc, char **argv, struct tt_config *c, bool *done)
 {
 	bool set_dur = false, set_hold = false, set_think = false, set_locks = false;
-	int opt;
+	const struct cli_opt opts[] = {
+		{ "mode", CLI_CUSTOM, &c->mode, 0, 0, NULL, parse_mode, NULL },
+		{ "locks", CLI_LOCKS, &c->locks, 0, 0, &c->nlocks, NULL, &set_locks },
+		{ "threads", CLI_UINT_LIST, &c->threads, 1, TT_MAX_THREADS, &c->nthreads, NULL,
+		  NULL },
+		{ "duration-ms", CLI_UINT, &c->duration_ms, 1, 3600000, NULL, NULL, &set_dur },
+		{ "hold-us", CLI_UINT, &c->hold_us, 0, 1000000, NULL, NULL, &set_hold },
+		{ "long-hold-us", CLI_UINT, &c->long_hold_us, 0, 1000000, NULL, NULL, NULL },
+		{ "long-hold-every", CLI_UINT, &c->long_hold_every, 0, 1000000000, NULL, NULL,
+		  NULL },
+		{ "think-us", CLI_UINT, &c->think_us, 0, 1000000, NULL, NULL, &set_think },
+		{ "handler-hold-us", CLI_UINT, &c->handler_hold_us, 0, 100000, NULL, NULL, NULL },
+		{ "timer-us", CLI_UINT, &c->timer_us, 10, 10000000, NULL, NULL, NULL },
+		{ "stall-timeout-ms", CLI_UINT, &c->stall_timeout_ms, 1, 3600000, NULL, NULL,
+		  NULL },
+		{ "quick", CLI_FLAG, &c->quick, 0, 0, NULL, NULL, NULL },
+		{ "json", CLI_STRING, &c->json_path, 0, 0, NULL, NULL, NULL },
+		{ "csv", CLI_STRING, &c->csv_path, 0, 0, NULL, NULL, NULL },
+		{ "quiet", CLI_FLAG, &c->quiet, 0, 0, NULL, NULL, NULL },
+	};
 
-	*done = false;
 	memset(c, 0, sizeof(*c));
 	c->suite = "torture";
 	c->mode = TT_PLAIN;
@@ -1015,96 +1006,14 @@ static int parse_args(int argc, char **argv, struct tt_config *c, bool *done)
 	c->timer_us = DEF_TIMER_US;
 	c->stall_timeout_ms = DEF_STALL_MS;
 
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_MODE: {
-			int m = -1;
-
-			for (int k = 0; k < TT_NMODES; k++)
-				if (strcmp(optarg, tt_mode_name[k]) == 0)
-					m = k;
-			if (m < 0) {
-				cli_error("--mode: '%s' is not plain, aa, abba or abbcca", optarg);
-				goto bad;
-			}
-			c->mode = (enum tt_mode)m;
-			break;
-		}
-		case OPT_LOCKS:
-			if (!cli_parse_locks(optarg, &c->locks, &c->nlocks))
-				goto bad;
-			set_locks = true;
-			break;
-		case OPT_THREADS:
-			free(c->threads);
-			c->threads = NULL;
-			if (!cli_parse_uint_list("--threads", optarg, 1, TT_MAX_THREADS, &c->threads,
-						 &c->nthreads))
-				goto bad;
-			break;
-		case OPT_DURATION:
-			if (!cli_parse_uint("--duration-ms", optarg, 1, 3600000, &c->duration_ms))
-				goto bad;
-			set_dur = true;
-			break;
-		case OPT_HOLD:
-			if (!cli_parse_uint("--hold-us", optarg, 0, 1000000, &c->hold_us))
-				goto bad;
-			set_hold = true;
-			break;
-		case OPT_LONG_HOLD:
-			if (!cli_parse_uint("--long-hold-us", optarg, 0, 1000000, &c->long_hold_us))
-				goto bad;
-			break;
-		case OPT_LONG_EVERY:
-			if (!cli_parse_uint("--long-hold-every", optarg, 0, 1000000000,
-					    &c->long_hold_every))
-				goto bad;
-			break;
-		case OPT_THINK:
-			if (!cli_parse_uint("--think-us", optarg, 0, 1000000, &c->think_us))
-				goto bad;
-			set_think = true;
-			break;
-		case OPT_HANDLER_HOLD:
-			if (!cli_parse_uint("--handler-hold-us", optarg, 0, 100000, &c->handler_hold_us))
-				goto bad;
-			break;
-		case OPT_TIMER:
-			if (!cli_parse_uint("--timer-us", optarg, 10, 10000000, &c->timer_us))
-				goto bad;
-			break;
-		case OPT_STALL:
-			if (!cli_parse_uint("--stall-timeout-ms", optarg, 1, 3600000,
-					    &c->stall_timeout_ms))
-				goto bad;
-			break;
-		case OPT_QUICK:
-			c->quick = true;
-			break;
-		case OPT_JSON:
-			c->json_path = optarg;
-			break;
-		case OPT_CSV:
-			c->csv_path = optarg;
-			break;
-		case OPT_QUIET:
-			c->quiet = true;
-			break;
-		case 'h':
-			usage(stdout);
-			config_free(c);
-			*done = true;
-			return CLI_EXIT_OK;
-		default: /* ':' or an unknown option */
-			cli_getopt_error("torture", opt, argv);
-			goto bad;
-		}
-	}
-	if (!cli_no_operands("torture", argc, argv))
+	if (cli_parse_options("torture", argc, argv, opts, sizeof(opts) / sizeof(opts[0]), done) !=
+	    CLI_EXIT_OK)
 		goto bad;
+	if (*done) {
+		usage(stdout);
+		config_free(c);
+		return CLI_EXIT_OK;
+	}
 	if (c->mode != TT_PLAIN) {
 		if (!set_locks && !cli_parse_locks("rqspin", &c->locks, &c->nlocks))
 			goto bad;
