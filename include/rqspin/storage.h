@@ -128,7 +128,7 @@ RQSPIN_API size_t rqspin_storage_map_value_size(const struct rqspin_storage_map 
 /* ABI of the inline rqspin_storage_get below; not for direct use. An
  * owner's storage block may embed its first value: the owner word then has
  * RQSPIN__STORAGE_EMB set, and the block (word without the bit) holds that
- * value's key (its map, or NULL once the value is deleted) at offset
+ * value's key (its map while it is linked, else NULL) at offset
  * RQSPIN__STORAGE_EMB_KEY, immediately followed by the value. The block
  * lives, and its embedded slot is never reused, until the owner is
  * destroyed (src/storage/internal.h checks these offsets). */
@@ -165,10 +165,12 @@ static inline void *rqspin_storage_get(struct rqspin_storage_map *map,
 		if (__builtin_expect((w & RQSPIN__STORAGE_EMB) != 0, 1)) {
 			char *key = (char *)(w & ~RQSPIN__STORAGE_EMB) + RQSPIN__STORAGE_EMB_KEY;
 
-			/* relaxed: the key is the map from the block's
-			 * publication (covered by the acquire above) until
-			 * the value is deleted, then NULL for good; no other
-			 * value ever takes the slot. No read-side section
+			/* relaxed: the value was initialised before the
+			 * block's publication (covered by the acquire
+			 * above); the key goes from NULL to the map once the
+			 * value is linked, and back to NULL for good when it
+			 * is deleted; no other value ever takes the slot, so
+			 * seeing the map means this value. No read-side section
 			 * is needed: the block is freed only after the owner
 			 * is destroyed, which the caller may not race with
 			 * (see "Contract"). A hit on a value being deleted
