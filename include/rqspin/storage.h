@@ -126,14 +126,14 @@ RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map);
 RQSPIN_API size_t rqspin_storage_map_value_size(const struct rqspin_storage_map *map);
 
 /* ABI of the inline rqspin_storage_get below; not for direct use. An
- * owner's storage block may embed its first value: the owner word then has
- * RQSPIN__STORAGE_EMB set, and the block (word without the bit) holds that
- * value's key (its map while it is linked, else NULL) at offset
- * RQSPIN__STORAGE_EMB_KEY, immediately followed by the value. The block
- * lives, and its embedded slot is never reused, until the owner is
- * destroyed (src/storage/internal.h checks these offsets). */
+ * owner's first value may be allocated with its storage: the owner word
+ * then has RQSPIN__STORAGE_EMB set and points (without the bit) at that
+ * value's element, whose key (its map while it is linked, else NULL) is at
+ * offset RQSPIN__STORAGE_EMB_KEY, immediately followed by the value. That
+ * element lives, and is never reused for another value, until the owner
+ * is destroyed (src/storage/internal.h checks these offsets). */
 #define RQSPIN__STORAGE_EMB ((uintptr_t)1)
-#define RQSPIN__STORAGE_EMB_KEY 112
+#define RQSPIN__STORAGE_EMB_KEY 48
 RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
 					  struct rqspin_storage_owner *owner, const void *init,
 					  unsigned flags, int *err);
@@ -146,8 +146,8 @@ RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
  * returned instead. -ENOMEM, -EDEADLK, -ETIMEDOUT, -EINVAL as above.
  * Async-signal-safe (creation too, except for F_MALLOC maps).
  *
- * Inline: the common hit (the owner's first value, when it is embedded in
- * its storage block) is two dependent loads and a compare, with no call
+ * Inline: the common hit (the owner's first value, when it is allocated
+ * with its storage) is two dependent loads and a compare, with no call
  * and no read-side section, so that a caller's loop over many owners keeps
  * several cache misses in flight. Everything else goes to the library.
  */
@@ -158,24 +158,24 @@ static inline void *rqspin_storage_get(struct rqspin_storage_map *map,
 	if (__builtin_expect(map != NULL && owner != NULL && flags <= RQSPIN_STORAGE_F_CREATE,
 			     1)) {
 		/* acquire: pairs with the release CAS that published the
-		 * storage block, so the embedded value, written before, is
-		 * seen initialised. */
+		 * storage, so the first value, written before, is seen
+		 * initialised. */
 		uintptr_t w = (uintptr_t)__atomic_load_n(&owner->storage_, __ATOMIC_ACQUIRE);
 
 		if (__builtin_expect((w & RQSPIN__STORAGE_EMB) != 0, 1)) {
 			char *key = (char *)(w & ~RQSPIN__STORAGE_EMB) + RQSPIN__STORAGE_EMB_KEY;
 
 			/* relaxed: the value was initialised before the
-			 * block's publication (covered by the acquire
+			 * storage's publication (covered by the acquire
 			 * above); the key goes from NULL to the map once the
 			 * value is linked, and back to NULL for good when it
 			 * is deleted; no other value ever takes the slot, so
 			 * seeing the map means this value. No read-side section
-			 * is needed: the block is freed only after the owner
-			 * is destroyed, which the caller may not race with
-			 * (see "Contract"). A hit on a value being deleted
-			 * concurrently is what the lifetime rules above
-			 * already cover (the slot's memory stays valid until
+			 * is needed: the element is freed only after the
+			 * owner is destroyed, which the caller may not race
+			 * with (see "Contract"). A hit on a value being
+			 * deleted concurrently is what the lifetime rules
+			 * above already cover (its memory stays valid until
 			 * the owner is destroyed, too). */
 			if (__atomic_load_n((struct rqspin_storage_map **)key, __ATOMIC_RELAXED) ==
 			    map) {

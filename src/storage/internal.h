@@ -4,15 +4,16 @@
  *
  * Objects (all reclaimed after an RCU grace period, liburcu memb flavour):
  *
- *   owner ──► st_local (one per owner, 64 B)        map ──► buckets[] (rqspinlock + list)
+ *   owner ──► st_local (one per owner, 72 B)        map ──► buckets[] (rqspinlock + list)
  *               lock (rqspinlock)                              │
  *               tab ──► open-addressing index of elements      ▼
  *                       by map id (inline: 2 slots;       st_elem ◄──► st_elem ...
  *                       grown: a separate st_xtab)        (bnext: the bucket's list)
  *
  * A lookup is lock-free: owner->storage_ → local->tab → slot[map->id & mask]
- * (linear probing) → elem, a hit when elem->map == map; the owner's first
- * small element lives in the storage's block and is checked first. The index is the
+ * (linear probing) → elem, a hit when elem->map == map; when the owner's
+ * first element shares the storage's lifetime (ST_EMB_LIVE), the owner
+ * word points at that element instead, and it is checked first. The index is the
  * kernel's 16-slot cache generalised: a map's id is the lowest free id
  * (the kernel gives a new map the least-used of 16 cache slots), so an
  * owner's first maps land in distinct slots, but the index holds every
@@ -58,7 +59,7 @@ struct st_local;
 #define ST_STORAGE_UNLINKED 0x2u /* gone from the owner index (set under local lock) */
 #define ST_BOTH_UNLINKED (ST_MAP_UNLINKED | ST_STORAGE_UNLINKED)
 #define ST_FROM_MALLOC 0x4u      /* allocated by malloc(), not rqspin_malloc_nolock */
-#define ST_EMBEDDED 0x8u         /* lives in its storage's block (see ST_EMB_LIVE) */
+#define ST_EMBEDDED 0x8u         /* its storage's first element (see ST_EMB_LIVE) */
 
 struct st_elem {
 	struct st_elem *_Atomic bnext;  /* bucket list; kept on unlink (RCU walkers) */
@@ -107,18 +108,27 @@ struct st_xtab {
 /* local->flags bits. */
 #define ST_GONE 0x1u    /* rqspin_storage_owner_destroy() has started */
 #define ST_CLEANED 0x2u /* its elements are unlinked; local is being freed */
-/* The storage's block also holds its first element (allocated with it, so
- * that a lookup finds the storage and the value in adjacent cache lines),
- * and that element is not freed yet. The block is freed by whichever comes
- * second: ST_CLEANED being set, or this bit being cleared (both atomic
- * RMWs on flags). Once freed, the embedded space is not reused. */
+/* The storage's first element, when it is small (ST_EMBED_MAX) and from
+ * rqspin_malloc_nolock, is allocated with the storage and lives as long as
+ * it: it is freed with the storage, never before, and its memory is never
+ * reused for another element. That is what lets the inline lookup of
+ * storage.h read it without a read-side section. It is a separate
+ * allocation (the storage is 72 bytes, in another size class), so that
+ * the first elements of many owners sit densely in their own pages: a
+ * lookup over many cold owners then touches half the pages it would if
+ * storage and element shared a 128-byte block. This bit says the element
+ * is not freed yet; the storage (and the element) are freed by whichever
+ * comes second: ST_CLEANED being set, or this bit being cleared (both
+ * atomic RMWs on flags). */
 #define ST_EMB_LIVE 0x4u
-/* Largest element embedded in a storage block. */
+/* Largest first element given the storage's lifetime (a deleted one is
+ * only freed with the storage: this bounds what an owner can hold on to). */
 #define ST_EMBED_MAX 256u
-/* Low bit of owner->storage_: the block holds an embedded element, right
- * after the storage. A lookup checks that element first, so that the
- * common hit reads the owner's line and the element's line only (the
- * element's map is set once it is linked, and cleared when it goes). */
+/* Low bit of owner->storage_: the word points at the storage's first
+ * element (whose local points at the storage), not at the storage. A
+ * lookup checks that element first, so that the common hit reads the
+ * owner's line and the element's line only (the element's map is set
+ * once it is linked, and cleared when it goes). */
 #define ST_OWNER_EMB ((uintptr_t)1)
 
 struct st_local {
@@ -126,18 +136,20 @@ struct st_local {
 	_Atomic uint32_t flags;
 	struct rqspin_storage_owner *_Atomic owner; /* for iterators; NULL once gone */
 	struct st_tab *_Atomic tab;                 /* &itab or a st_xtab's table */
+	struct st_elem *first;                      /* see ST_EMB_LIVE; immutable */
 	struct rcu_head rcu;
 	struct st_tab itab;                         /* + ST_INLINE_SLOTS slots */
 };
 
 #define ST_LOCAL_SIZE (sizeof(struct st_local) + ST_INLINE_SLOTS * sizeof(struct st_elem *))
-_Static_assert(ST_LOCAL_SIZE == 64, "a storage is one cache line");
+/* Not in the size class of the commonest element (64 B: an 8-byte value),
+ * so that first elements do not interleave with storages (see ST_EMB_LIVE). */
+_Static_assert(ST_LOCAL_SIZE == 72, "a storage is 72 bytes");
 _Static_assert(offsetof(struct st_elem, data) == 56, "element header");
 /* The inline lookup of storage.h reads the embedded element's key and value
  * at fixed offsets from the owner word. */
 _Static_assert(ST_OWNER_EMB == RQSPIN__STORAGE_EMB, "owner word tag");
-_Static_assert(ST_LOCAL_SIZE + offsetof(struct st_elem, map) == RQSPIN__STORAGE_EMB_KEY,
-	       "embedded key offset");
+_Static_assert(offsetof(struct st_elem, map) == RQSPIN__STORAGE_EMB_KEY, "embedded key offset");
 _Static_assert(offsetof(struct st_elem, data) ==
 	       offsetof(struct st_elem, map) + sizeof(struct rqspin_storage_map *),
 	       "the value follows the key");
@@ -260,14 +272,18 @@ static inline struct st_elem *st_tab_find(const struct st_tab *t,
 	return NULL;
 }
 
-static inline struct st_local *st_local_of(uintptr_t word)
-{
-	return (struct st_local *)(word & ~ST_OWNER_EMB);
-}
-
 static inline struct st_elem *st_embedded_of(uintptr_t word)
 {
-	return (struct st_elem *)((word & ~ST_OWNER_EMB) + ST_LOCAL_SIZE);
+	return (struct st_elem *)(word & ~ST_OWNER_EMB);
+}
+
+static inline struct st_local *st_local_of(uintptr_t word)
+{
+	/* The first element's local was set before the owner word was
+	 * published (the caller acquired the word), and never changes. */
+	if (word & ST_OWNER_EMB)
+		return st_embedded_of(word)->local;
+	return (struct st_local *)word;
 }
 
 static inline struct st_tab *st_local_tab(struct st_local *l)

@@ -72,36 +72,56 @@ static struct st_elem *elem_alloc(struct rqspin_storage_map *m, const void *init
 }
 
 /* A new storage for owner; when m's elements are small and come from
- * rqspin_malloc_nolock, the block also holds m's element for this owner
- * (*emb, initialised from init). */
+ * rqspin_malloc_nolock, m's element for this owner is allocated with it
+ * as its first element (*emb, initialised from init; see ST_EMB_LIVE). */
 static struct st_local *local_alloc(struct rqspin_storage_owner *owner,
 				    struct rqspin_storage_map *m, const void *init,
 				    struct st_elem **emb)
 {
 	bool embed = !(m->flags & RQSPIN_STORAGE_MAP_F_MALLOC) && m->elem_size <= ST_EMBED_MAX;
-	struct st_local *l = rqspin_malloc_nolock(ST_LOCAL_SIZE + (embed ? m->elem_size : 0), 0);
+	struct st_local *l = rqspin_malloc_nolock(ST_LOCAL_SIZE, 0);
+	struct st_elem *e = NULL;
 
 	*emb = NULL;
+	if (l && embed) {
+		e = rqspin_malloc_nolock(m->elem_size, 0);
+		if (!e) {
+			rqspin_free_nolock(l);
+			l = NULL;
+		}
+	}
 	if (!l)
 		return NULL;
 	/* Not visible to anyone yet: relaxed initialisation. */
 	rqspin_lock_init(&l->lock);
 	atomic_store_explicit(&l->flags, embed ? ST_EMB_LIVE : 0, memory_order_relaxed);
 	atomic_store_explicit(&l->owner, owner, memory_order_relaxed);
+	l->first = e;
 	l->itab.mask = ST_INLINE_SLOTS - 1;
 	l->itab.used = 0;
 	l->itab.live = 0;
 	for (unsigned i = 0; i < ST_INLINE_SLOTS; i++)
 		atomic_store_explicit(&l->itab.slot[i], NULL, memory_order_relaxed);
 	atomic_store_explicit(&l->tab, &l->itab, memory_order_relaxed);
-	if (embed) {
-		*emb = (struct st_elem *)((char *)l + ST_LOCAL_SIZE);
-		elem_init(*emb, m, init, ST_EMBEDDED);
+	if (e) {
+		elem_init(e, m, init, ST_EMBEDDED);
+		/* Before publication: the owner word will point at e, and
+		 * st_local_of() finds the storage through it. */
+		e->local = l;
 		/* Set when linked: the lookup's first check must not find
 		 * it before (or if it never is). */
-		atomic_store_explicit(&(*emb)->map, NULL, memory_order_relaxed);
+		atomic_store_explicit(&e->map, NULL, memory_order_relaxed);
+		*emb = e;
 	}
 	return l;
+}
+
+/* Free a storage that was never published (and its first element). */
+static void local_free_unpublished(struct st_local *l)
+{
+	if (l->first)
+		rqspin_free_nolock(l->first);
+	rqspin_free_nolock(l);
 }
 
 /*
@@ -134,16 +154,18 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 			 * until the element is in (a fresh lock: fast path). */
 			ret = rqspin_lock(&l->lock);
 			if (!st_lock_ok(ret)) {
-				rqspin_free_nolock(l);
+				local_free_unpublished(l);
 				break;
 			}
 			/* release: publishes l's initialisation (and the
-			 * embedded element's). */
+			 * first element's). With a first element, the word
+			 * points at it (the inline lookup's fixed offsets). */
 			if (!__atomic_compare_exchange_n((uintptr_t *)&owner->storage_, &expect,
-							 (uintptr_t)l | (ne ? ST_OWNER_EMB : 0),
+							 ne ? (uintptr_t)ne | ST_OWNER_EMB
+							    : (uintptr_t)l,
 							 false, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
 				rqspin_unlock(&l->lock);
-				rqspin_free_nolock(l); /* never published */
+				local_free_unpublished(l);
 				ret = -ENOENT;
 				continue;
 			}
@@ -178,7 +200,10 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 			ret = found ? 0 : st_tab_reserve(l);
 		}
 		if (ret == 0 && !found) {
-			ne->local = l;
+			/* (A first element got it before publication, and
+			 * others read it since: no second store.) */
+			if (ne == e)
+				ne->local = l;
 			/* Map side first: once ne is in the index, a delete may
 			 * unlink it from both sides. */
 			ret = st_link_map(ne, m);

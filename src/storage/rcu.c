@@ -140,8 +140,13 @@ static void elem_free_cb(struct rcu_head *h)
 
 static void local_free_cb(struct rcu_head *h)
 {
+	struct st_local *l = caa_container_of(h, struct st_local, rcu);
+
 	ST_TSAN_ACQUIRE_GP();
-	rqspin_free_nolock(caa_container_of(h, struct st_local, rcu));
+	/* The first element goes with its storage (see ST_EMB_LIVE). */
+	if (l->first)
+		rqspin_free_nolock(l->first);
+	rqspin_free_nolock(l);
 }
 
 static void xtab_free_cb(struct rcu_head *h)
@@ -160,7 +165,7 @@ void st_free_elem_now(struct st_elem *e)
 
 void st_release_embedded(struct st_local *l)
 {
-	/* acq_rel: orders the element's unlinking before the block's free,
+	/* acq_rel: orders the element's unlinking before the storage's free,
 	 * whichever side does it (see ST_EMB_LIVE). */
 	uint32_t old = atomic_fetch_and_explicit(&l->flags, ~ST_EMB_LIVE, memory_order_acq_rel);
 

@@ -116,7 +116,7 @@ void st_local_finish_gone(struct st_local *l)
 	if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_CLEANED)) {
 		local_cleanup(l);
 		/* acq_rel: see st_release_embedded. If the embedded element
-		 * still waits for its map side, map_destroy frees the block. */
+		 * still waits for its map side, map_destroy frees the storage. */
 		do_free = !(atomic_fetch_or_explicit(&l->flags, ST_CLEANED, memory_order_acq_rel) &
 			    ST_EMB_LIVE);
 	}
