@@ -496,11 +496,11 @@ struct task {
 };
 
 /* Each job runs on fresh threads; thread i of every job is pinned to the
- * i-th CPU we may use. Otherwise a job's thread lands on either CPU at
- * random, and on machines whose CPUs do not share a last-level cache
- * (two vCPUs on different core complexes) a get job that runs on the other
- * CPU than the create job pays a remote-cache miss per access: the same
- * method measured 4 ns in one job and 15 ns in the next. */
+ * i-th CPU we may use, so that every job of a run sees the same placement.
+ * Unpinned, a job's thread lands on either CPU at random, and on the 2-vCPU
+ * VMs we measure on the same get job varied from 4 to 15 ns between jobs
+ * (vCPUs need not share a last-level cache: a job on the other CPU than
+ * the one that created the data would pay a remote miss per access). */
 static void pin_to_cpu(int idx)
 {
 	cpu_set_t allowed, one;

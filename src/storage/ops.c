@@ -263,10 +263,10 @@ static __attribute__((noinline, cold)) void *get_slow(struct rqspin_storage_map 
 }
 
 /* The out-of-line part of the inline rqspin_storage_get (storage.h): the
- * owner's index (values that are not embedded), then get_slow for the rest.
- * The hit path makes no call (registration is checked up front, and
- * liburcu's wake-up of a waiting grace period is its unlikely branch), so
- * that it needs no stack frame. */
+ * owner's index (values other than the first), then get_slow for the rest.
+ * Registration is checked up front so that the hit path makes no call of
+ * ours (liburcu's wake-up of a waiting grace period, in the unlock, is its
+ * only call, on an unlikely branch). */
 RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
 					  struct rqspin_storage_owner *owner, const void *init,
 					  unsigned flags, int *err)
