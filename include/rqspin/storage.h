@@ -52,6 +52,11 @@
  * then returns -EDEADLK (or succeeds), it never deadlocks. Creating a value
  * in a map made with RQSPIN_STORAGE_MAP_F_MALLOC is the exception (malloc).
  *
+ * ThreadSanitizer: liburcu is not instrumented, so a program built with
+ * -fsanitize=thread gets reports from inside liburcu's call_rcu bookkeeping;
+ * run it with TSAN_OPTIONS=suppressions=<prefix>/share/rqspin/tsan-liburcu.supp
+ * (installed with the library), which silences only those.
+ *
  * Contract (as in the kernel): do not use a map while or after it is
  * destroyed, and do not use an owner while or after it is destroyed; owner
  * and map destruction may race with each other and with anything on other

@@ -6,6 +6,7 @@ build=$1 work=$2
 src=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
+test -f "$work/prefix/share/rqspin/tsan-liburcu.supp" || { echo "no tsan-liburcu.supp installed"; exit 1; }
 cmake -S "$src" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/cmake-build" >/dev/null
 "$work/cmake-build/downstream"
