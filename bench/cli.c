@@ -243,3 +243,9 @@ int cli_parse_options(const char *sub, int argc, char **argv, const struct cli_o
 	}
 	return cli_no_operands(sub, argc, argv) ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 }
+
+void cli_usage_hint(const char *sub)
+{
+	fprintf(stderr, "usage: %s %s [options]\nTry '%s %s --help'.\n", cli_prog, sub, cli_prog,
+		sub);
+}

@@ -65,6 +65,9 @@ struct cli_opt {
 int cli_parse_options(const char *sub, int argc, char **argv, const struct cli_opt *opts,
 		      size_t nopts, bool *help);
 
+/* After a bad argument: "usage: prog sub [options]" and where help is. */
+void cli_usage_hint(const char *sub);
+
 /* Progress on stderr (printf-style, flushed), unless quiet (--quiet). */
 void cli_progress(bool quiet, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -1200,7 +1200,7 @@ static int parse_args(int argc, char **argv, struct dl_config *c, bool *done)
 		c->timeout_trials = c->quick && !set_trials ? QUICK_TIMEOUT_TRIALS : c->trials;
 	return CLI_EXIT_OK;
 bad:
-	fprintf(stderr, "usage: %s deadlock [options]\nTry '%s deadlock --help'.\n", cli_prog, cli_prog);
+	cli_usage_hint("deadlock");
 	return CLI_EXIT_USAGE;
 }
 

@@ -213,7 +213,7 @@ static int parse_args(int argc, char **argv, struct lb_config *c, bool *done)
 	return CLI_EXIT_OK;
 bad:
 	config_free(c);
-	fprintf(stderr, "Try '%s %s --help'.\n", cli_prog, sub);
+	cli_usage_hint(sub);
 	return CLI_EXIT_USAGE;
 }
 

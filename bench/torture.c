@@ -1039,7 +1039,7 @@ static int parse_args(int argc, char **argv, struct tt_config *c, bool *done)
 	return CLI_EXIT_OK;
 bad:
 	config_free(c);
-	fprintf(stderr, "usage: %s torture [options]\nTry '%s torture --help'.\n", cli_prog, cli_prog);
+	cli_usage_hint("torture");
 	return CLI_EXIT_USAGE;
 }
 
