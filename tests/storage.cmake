@@ -14,6 +14,14 @@ rqspin_add_test(NAME storage_model SOURCES storage_model.c
 rqspin_add_test(NAME storage_threads SOURCES storage_threads.c
   TIMEOUT 300 LABELS storage stress)
 
+# Lock-free gets (no read-side section: the inline probe and the library's)
+# racing index growth and backward-shift deletes on the same owners; a
+# signal handler getting values in the middle of the writer's changes.
+# White-box (static library, src/storage): it also checks each probe itself.
+rqspin_add_test(NAME storage_index_race SOURCES storage_index_race.c LIBS rqspin_static
+  TIMEOUT 300 LABELS storage stress signal)
+target_include_directories(storage_index_race PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
 # Owner destruction racing map destruction (and updates of other owners
 # whose storages the map destruction is unlinking from); leak check per round.
 rqspin_add_test(NAME storage_destroy_race SOURCES storage_destroy_race.c

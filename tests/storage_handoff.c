@@ -13,6 +13,10 @@
  *     map_destroy finishes it (and frees the block that embeds the value).
  *  3. map_destroy while an owner still holds values of the map, then the
  *     owner's destruction: the storage side is finished by map_destroy.
+ *  4. gets while this thread holds the storage's lock in the middle of a
+ *     change of its index (odd seq): the lock-free probes give up, the lock
+ *     attempt fails (AA), and the lookup walks the map's bucket instead:
+ *     values are found, absent ones are -ENOENT; a delete gets -EDEADLK.
  * After each, and at the end, the allocator's live bytes are back at the
  * baseline.
  */
@@ -135,7 +139,42 @@ int main(void)
 		rqspin_storage_map_destroy(m);
 	}
 	CHECK_EQ_U64(live_bytes(), base);
+
+	/* 4. An index change in progress on this thread. */
+	for (int i = 0; i < 20; i++) {
+		maps[i] = rqspin_storage_map_create(16, i == 19 ? RQSPIN_STORAGE_MAP_F_MALLOC : 0);
+		CHECK(maps[i]);
+	}
+	fill(maps, 19, &o); /* maps[19] stays absent */
+	l = local_of(&o);
+	rqspin_storage_read_lock();
+	CHECK(rqspin_lock(&l->lock) == 0);
+	atomic_fetch_add(&st_local_tab(l)->seq, 1); /* odd: "changing" */
+	for (int i = 0; i < 20; i++) {
+		int err = 1;
+		uint64_t *p = rqspin_storage_get(maps[i], &o, NULL, 0, &err);
+		uint64_t *q = rqspin__storage_get_slow(maps[i], &o, NULL, 0, &err);
+		uint64_t v[2];
+
+		if (i == 19) {
+			CHECK(!p && !q && err == -ENOENT);
+			CHECK(rqspin_storage_lookup_copy(maps[i], &o, v) == -ENOENT);
+			continue;
+		}
+		CHECK(p && p == q && err == 0);
+		CHECK(p[0] == (uint64_t)i && p[1] == ~(uint64_t)i);
+		CHECK(rqspin_storage_lookup_copy(maps[i], &o, v) == 0 && v[0] == (uint64_t)i);
+	}
+	CHECK(rqspin_storage_delete(maps[1], &o) == -EDEADLK);
+	atomic_fetch_add(&st_local_tab(l)->seq, 1); /* even again */
+	st_local_unlock(l);
+	rqspin_storage_read_unlock();
+	CHECK(rqspin_storage_delete(maps[1], &o) == 0);
+	rqspin_storage_owner_destroy(&o);
+	for (int i = 0; i < 20; i++)
+		rqspin_storage_map_destroy(maps[i]);
+	CHECK_EQ_U64(live_bytes(), base);
 	printf("storage_handoff: owner destroy handed to the lock holder, map side left to "
-	       "map_destroy, maps before owners; no leak\n");
+	       "map_destroy, maps before owners, lookups past an index change; no leak\n");
 	return 0;
 }

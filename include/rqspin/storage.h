@@ -57,6 +57,13 @@
  * run it with TSAN_OPTIONS=suppressions=<prefix>/share/rqspin/tsan-liburcu.supp
  * (installed with the library), which silences only those.
  *
+ * Memory: an owner with one small value costs a 96-byte storage plus the
+ * value's element (56 bytes + the value, rounded up to 8). An owner's
+ * index grows (16 bytes a slot, doubling, kept at 3/4 full) when it holds
+ * more than 2 values, and keeps its largest size, and the smaller tables
+ * it replaced, until the owner is destroyed: lock-free readers may still
+ * be probing them (about 8 KiB for an owner that once had 100 values).
+ *
  * Contract (as in the kernel): do not use a map while or after it is
  * destroyed, and do not use an owner while or after it is destroyed; owner
  * and map destruction may race with each other and with anything on other
@@ -130,15 +137,34 @@ RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map);
 /* The map's value size. Async-signal-safe. */
 RQSPIN_API size_t rqspin_storage_map_value_size(const struct rqspin_storage_map *map);
 
-/* ABI of the inline rqspin_storage_get below; not for direct use. An
- * owner's first value may be allocated with its storage: the owner word
- * then has RQSPIN__STORAGE_EMB set and points (without the bit) at that
- * value's element, whose key (its map while it is linked, else NULL) is at
- * offset RQSPIN__STORAGE_EMB_KEY, immediately followed by the value. That
- * element lives, and is never reused for another value, until the owner
- * is destroyed (src/storage/internal.h checks these offsets). */
+/* ABI of the inline rqspin_storage_get below; not for direct use, and
+ * only valid with the library of the same SONAME (src/storage/internal.h
+ * checks every offset). The owner word points at the owner's storage, or,
+ * with RQSPIN__STORAGE_EMB set, at the storage's first element, which
+ * lives, and is never reused for another value, until the owner is
+ * destroyed. An element holds its key (its map while it is linked, else
+ * NULL) at RQSPIN__STORAGE_EMB_KEY, its value at RQSPIN__STORAGE_VALUE and
+ * a pointer to its storage at RQSPIN__STORAGE_ELEM_LOCAL. A storage points
+ * at its index at RQSPIN__STORAGE_LOCAL_INDEX: a struct
+ * rqspin__storage_index followed by mask + 1 slots, each a map's key (the
+ * first 8 bytes of the map) and its element. The storage and every index
+ * it ever had live until the owner is destroyed; the library makes its
+ * seq odd while it changes the slots. */
 #define RQSPIN__STORAGE_EMB ((uintptr_t)1)
+#define RQSPIN__STORAGE_ELEM_LOCAL 16
 #define RQSPIN__STORAGE_EMB_KEY 48
+#define RQSPIN__STORAGE_VALUE 56
+#define RQSPIN__STORAGE_LOCAL_INDEX 16
+struct rqspin__storage_index {
+	uint32_t seq;
+	uint32_t mask;
+	uint32_t live;
+	uint32_t reserved;
+};
+struct rqspin__storage_slot {
+	uint64_t key;
+	void *elem;
+};
 RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
 					  struct rqspin_storage_owner *owner, const void *init,
 					  unsigned flags, int *err);
@@ -151,10 +177,14 @@ RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
  * returned instead. -ENOMEM, -EDEADLK, -ETIMEDOUT, -EINVAL as above.
  * Async-signal-safe (creation too, except for F_MALLOC maps).
  *
- * Inline: the common hit (the owner's first value, when it is allocated
- * with its storage) is two dependent loads and a compare, with no call
- * and no read-side section, so that a caller's loop over many owners keeps
- * several cache misses in flight. Everything else goes to the library.
+ * Inline: a hit on the owner's first value is two dependent loads and a
+ * compare; a hit in the home slot of the owner's index (any other value,
+ * unless two of the owner's maps collide there) is five, with a seqlock
+ * check. No call and no read-side section: nothing read here is freed
+ * before the owner is destroyed, which the caller may not race with (see
+ * "Contract"). So a caller's loop over many owners keeps several cache
+ * misses in flight, and 100 maps cost about what one does. Everything
+ * else goes to the library.
  */
 static inline void *rqspin_storage_get(struct rqspin_storage_map *map,
 				       struct rqspin_storage_owner *owner, const void *init,
@@ -163,30 +193,57 @@ static inline void *rqspin_storage_get(struct rqspin_storage_map *map,
 	if (__builtin_expect(map != NULL && owner != NULL && flags <= RQSPIN_STORAGE_F_CREATE,
 			     1)) {
 		/* acquire: pairs with the release CAS that published the
-		 * storage, so the first value, written before, is seen
-		 * initialised. */
+		 * storage, so the storage, its first index and the first
+		 * value, all written before, are seen initialised. */
 		uintptr_t w = (uintptr_t)__atomic_load_n(&owner->storage_, __ATOMIC_ACQUIRE);
 
 		if (__builtin_expect((w & RQSPIN__STORAGE_EMB) != 0, 1)) {
-			char *key = (char *)(w & ~RQSPIN__STORAGE_EMB) + RQSPIN__STORAGE_EMB_KEY;
+			char *e = (char *)(w & ~RQSPIN__STORAGE_EMB);
 
 			/* relaxed: the value was initialised before the
 			 * storage's publication (covered by the acquire
 			 * above); the key goes from NULL to the map once the
 			 * value is linked, and back to NULL for good when it
-			 * is deleted; no other value ever takes the slot, so
-			 * seeing the map means this value. No read-side section
-			 * is needed: the element is freed only after the
-			 * owner is destroyed, which the caller may not race
-			 * with (see "Contract"). A hit on a value being
-			 * deleted concurrently is what the lifetime rules
-			 * above already cover (its memory stays valid until
-			 * the owner is destroyed, too). */
-			if (__atomic_load_n((struct rqspin_storage_map **)key, __ATOMIC_RELAXED) ==
-			    map) {
+			 * is deleted; no other value ever takes the element,
+			 * so seeing the map means this value. A hit on a value
+			 * being deleted concurrently is what the lifetime
+			 * rules above already cover. */
+			if (__atomic_load_n((struct rqspin_storage_map **)(e + RQSPIN__STORAGE_EMB_KEY),
+					    __ATOMIC_RELAXED) == map) {
 				if (err)
 					*err = 0;
-				return key + sizeof(struct rqspin_storage_map *);
+				return e + RQSPIN__STORAGE_VALUE;
+			}
+			/* Written before the publication, never changed. */
+			w = (uintptr_t) * (void *const *)(e + RQSPIN__STORAGE_ELEM_LOCAL);
+		}
+		if (__builtin_expect(w != 0, 1)) {
+			/* acquire: pairs with the release store that installed
+			 * a grown index, filled before. */
+			const struct rqspin__storage_index *ix = __atomic_load_n(
+				(struct rqspin__storage_index **)(w + RQSPIN__STORAGE_LOCAL_INDEX),
+				__ATOMIC_ACQUIRE);
+			/* acquire: if seq is the end of a change, the slot
+			 * loads below see it (a seqlock reader). */
+			uint32_t seq = __atomic_load_n(&ix->seq, __ATOMIC_ACQUIRE);
+			uint64_t key = *(const uint64_t *)(const void *)map;
+			const struct rqspin__storage_slot *s =
+				(const struct rqspin__storage_slot *)(const void *)(ix + 1) +
+				((uint32_t)key & ix->mask);
+			/* acquire: pairs with the release store that put the
+			 * element in the slot, initialised. */
+			char *elem = (char *)__atomic_load_n(&s->elem, __ATOMIC_ACQUIRE);
+
+			if (elem && __atomic_load_n(&s->key, __ATOMIC_RELAXED) == key) {
+				/* acquire fence, then seq unchanged and even:
+				 * the key and element were read from one state
+				 * of the slot, not from a change in progress. */
+				__atomic_thread_fence(__ATOMIC_ACQUIRE);
+				if (!(seq & 1) && __atomic_load_n(&ix->seq, __ATOMIC_RELAXED) == seq) {
+					if (err)
+						*err = 0;
+					return elem + RQSPIN__STORAGE_VALUE;
+				}
 			}
 		}
 	}

@@ -4,20 +4,25 @@
  *
  * Objects (all reclaimed after an RCU grace period, liburcu memb flavour):
  *
- *   owner ──► st_local (one per owner, 72 B)        map ──► buckets[] (rqspinlock + list)
+ *   owner ──► st_local (one per owner, 96 B)        map ──► buckets[] (rqspinlock + list)
  *               lock (rqspinlock)                              │
- *               tab ──► open-addressing index of elements      ▼
- *                       by map id (inline: 2 slots;       st_elem ◄──► st_elem ...
- *                       grown: a separate st_xtab)        (bnext: the bucket's list)
+ *               tab ──► open-addressing index of              ▼
+ *                       (map key, elem) (inline: 2 slots; st_elem ◄──► st_elem ...
+ *                       grown: st_xtab, kept)             (bnext: the bucket's list)
  *
- * A lookup is lock-free: owner->storage_ → local->tab → slot[map->id & mask]
- * (linear probing) → elem, a hit when elem->map == map; when the owner's
- * first element shares the storage's lifetime (ST_EMB_LIVE), the owner
- * word points at that element instead, and it is checked first. The index is the
- * kernel's 16-slot cache generalised: a map's id is the lowest free id
- * (the kernel gives a new map the least-used of 16 cache slots), so an
- * owner's first maps land in distinct slots, but the index holds every
- * element (no miss path, no list walk) and grows past 16 maps.
+ * A lookup needs no lock and no read-side section: owner->storage_ →
+ * local->tab → slot[key & mask] (linear probing) → a hit when the slot's
+ * key is the map's key, validated by the table's seq (st_tab_probe). When
+ * the owner's first element shares the storage's lifetime (ST_EMB_LIVE),
+ * the owner word points at that element instead, and it is checked first.
+ * Everything a probe reads lives until the owner is destroyed (the storage,
+ * the first element, every table the storage ever had), so the only
+ * element a reader can get is one that was in the index during its call.
+ * The index is the kernel's 16-slot cache generalised: a map's id (the low
+ * bits of its key) is the lowest free id (the kernel gives a new map the
+ * least-used of 16 cache slots), so an owner's first maps land in distinct
+ * slots, but the index holds every element (no miss path, no list walk)
+ * and grows past 16 maps.
  *
  * Locks: local->lock protects the owner's index; bucket->lock the bucket's
  * list; elem->lock only the value bytes (a leaf: nothing is taken under
@@ -81,27 +86,52 @@ static inline struct st_elem *st_elem_of(void *value)
 	return (struct st_elem *)((char *)value - ST_ELEM_HDR);
 }
 
-/* ---- per-owner index --------------------------------------------------------- */
+/* ---- per-owner index ------------------------------------------------------ */
 
-/* Marks a removed entry; probes continue past it. */
-#define ST_TOMB ((struct st_elem *)1)
-#define ST_INLINE_SLOTS 2u
-
-struct st_tab {
-	uint32_t mask;  /* capacity - 1; immutable once published */
-	uint16_t used;  /* non-empty slots, tombstones included (local lock) */
-	uint16_t live;  /* elements (local lock) */
-	struct st_elem *_Atomic slot[];
+/*
+ * Open addressing by map key, linear probing, deletion by backward shift (no
+ * tombstones). A slot holds the map's key next to the element, so a probe
+ * never dereferences an element: it reads only the table, which lives as
+ * long as its owner (see st_xtab). Writers (under the storage's lock)
+ * bracket every change with seq (odd while writing); a lock-free reader
+ * takes a snapshot and checks that seq did not move. That is what lets the
+ * lookup of storage.h (and rqspin__storage_get_slow) run without a
+ * read-side section: nothing it reads can be freed before the owner is
+ * destroyed, and a torn snapshot is detected. The 32-bit seq could only
+ * fool a reader that sleeps across 2^31 writes of one owner's index.
+ */
+struct st_slot {
+	_Atomic uint64_t key;           /* the map's key (map->key); 0 when empty */
+	struct st_elem *_Atomic elem;   /* NULL when empty */
 };
 
-/* A grown index, allocated on its own and freed after a grace period. */
+struct st_tab {
+	_Atomic uint32_t seq;  /* even: stable; odd: a writer is changing slots */
+	uint32_t mask;         /* capacity - 1; immutable once published */
+	uint32_t live;         /* elements (local lock) */
+	uint32_t reserved;
+	struct st_slot slot[];
+};
+
+/* A grown index, allocated on its own. Replaced tables are never freed
+ * before their storage (a reader without a read-side section may still be
+ * probing one): each keeps the one it replaced in older, and the storage's
+ * cleanup frees the chain. Capacities double, so the chain holds fewer
+ * slots than the current table. */
 struct st_xtab {
 	struct rcu_head rcu;
+	struct st_xtab *older;
 	struct st_tab t;
 };
 
-/* Largest capacity: keeps used/live in 16 bits (see tab_limit). */
+/* Largest capacity (a 3/4 limit of it holds RQSPIN_STORAGE_MAX_MAPS). */
 #define ST_TAB_MAX_CAP 65536u
+
+/* Home slot of a key: its low bits are the map's id (see map.c). */
+static inline uint32_t st_key_home(uint64_t key, uint32_t mask)
+{
+	return (uint32_t)key & mask;
+}
 
 /* ---- per-owner storage --------------------------------------------------- */
 
@@ -113,7 +143,7 @@ struct st_xtab {
  * it: it is freed with the storage, never before, and its memory is never
  * reused for another element. That is what lets the inline lookup of
  * storage.h read it without a read-side section. It is a separate
- * allocation (the storage is 72 bytes, in another size class), so that
+ * allocation (the storage is 96 bytes, in another size class), so that
  * the first elements of many owners sit densely in their own pages: a
  * lookup over many cold owners then touches half the pages it would if
  * storage and element shared a 128-byte block. This bit says the element
@@ -141,10 +171,11 @@ struct st_local {
 	struct st_tab itab;                         /* + ST_INLINE_SLOTS slots */
 };
 
-#define ST_LOCAL_SIZE (sizeof(struct st_local) + ST_INLINE_SLOTS * sizeof(struct st_elem *))
+#define ST_INLINE_SLOTS 2u
+#define ST_LOCAL_SIZE (sizeof(struct st_local) + ST_INLINE_SLOTS * sizeof(struct st_slot))
 /* Not in the size class of the commonest element (64 B: an 8-byte value),
  * so that first elements do not interleave with storages (see ST_EMB_LIVE). */
-_Static_assert(ST_LOCAL_SIZE == 72, "a storage is 72 bytes");
+_Static_assert(ST_LOCAL_SIZE == 96, "a storage is 96 bytes");
 _Static_assert(offsetof(struct st_elem, data) == 56, "element header");
 /* The inline lookup of storage.h reads the embedded element's key and value
  * at fixed offsets from the owner word. */
@@ -153,6 +184,19 @@ _Static_assert(offsetof(struct st_elem, map) == RQSPIN__STORAGE_EMB_KEY, "embedd
 _Static_assert(offsetof(struct st_elem, data) ==
 	       offsetof(struct st_elem, map) + sizeof(struct rqspin_storage_map *),
 	       "the value follows the key");
+/* ... and from there it reaches the storage's index, and probes its home
+ * slot (struct rqspin__storage_index is this table's public twin). */
+_Static_assert(offsetof(struct st_elem, local) == RQSPIN__STORAGE_ELEM_LOCAL, "elem->local");
+_Static_assert(offsetof(struct st_local, tab) == RQSPIN__STORAGE_LOCAL_INDEX, "local->tab");
+_Static_assert(offsetof(struct st_elem, data) == RQSPIN__STORAGE_VALUE, "value offset");
+_Static_assert(offsetof(struct st_tab, seq) == offsetof(struct rqspin__storage_index, seq) &&
+	       offsetof(struct st_tab, mask) == offsetof(struct rqspin__storage_index, mask) &&
+	       offsetof(struct st_tab, slot) == sizeof(struct rqspin__storage_index),
+	       "index layout");
+_Static_assert(sizeof(struct st_slot) == sizeof(struct rqspin__storage_slot) &&
+	       offsetof(struct st_slot, key) == offsetof(struct rqspin__storage_slot, key) &&
+	       offsetof(struct st_slot, elem) == offsetof(struct rqspin__storage_slot, elem),
+	       "slot layout");
 
 /* ---- maps -------------------------------------------------------------- */
 
@@ -162,13 +206,22 @@ struct st_bucket {
 } __attribute__((aligned(64)));
 
 struct rqspin_storage_map {
-	uint32_t id;          /* home slot in owner indexes; lowest free id */
+	/* The index key, read by storage.h's inline lookup (first member):
+	 * a 48-bit creation serial, never reused, above the 16-bit id. The
+	 * serial keeps a dead map's leftover from matching a new map that got
+	 * its id (or address); the id is the home slot. */
+	uint64_t key;
+	uint32_t id;          /* lowest free id (the kernel's least-used slot) */
 	uint32_t value_size;
 	uint32_t elem_size;
 	uint32_t flags;
 	uint32_t bucket_mask;
 	struct st_bucket *buckets;
 };
+
+#define ST_KEY_ID_BITS 16
+_Static_assert(RQSPIN_STORAGE_MAX_MAPS <= (1u << ST_KEY_ID_BITS), "ids fit the key");
+_Static_assert(offsetof(struct rqspin_storage_map, key) == 0, "the inline lookup reads the key");
 
 static inline struct st_bucket *st_bucket_of(const struct rqspin_storage_map *m,
 					     const struct st_local *l)
@@ -248,25 +301,62 @@ ST_HIDDEN void st_free_elem_now(struct st_elem *e);
 /* The embedded element of l is unlinked on both sides. */
 ST_HIDDEN void st_release_embedded(struct st_local *l);
 
-/* ---- index (table.c), all under the local lock except st_tab_find --------- */
+/* ---- index (table.c), all under the local lock except st_tab_probe ------- */
 
-static inline struct st_elem *st_tab_find(const struct st_tab *t,
-					  const struct rqspin_storage_map *m)
+/* st_tab_probe's answer when a writer moved the table under it. */
+#define ST_RETRY ((struct st_elem *)1)
+
+/*
+ * Lock-free probe: the element of key, NULL if absent, or ST_RETRY when a
+ * writer was changing the table (the caller retries, or locks). Bounded:
+ * at most one pass over the table, whatever it reads. Needs no read-side
+ * section to be memory-safe (the table lives as long as its storage), but
+ * the caller needs one, or the owner's contract, for the element it gets.
+ */
+static inline struct st_elem *st_tab_probe(const struct st_tab *t, uint64_t key)
 {
+	/* acquire: if seq is the end of a write, the slot loads below see
+	 * that write's stores (or later ones, which the re-check catches). */
+	uint32_t seq = atomic_load_explicit(&t->seq, memory_order_acquire);
 	uint32_t mask = t->mask;
-	uint32_t i = m->id & mask;
+	uint32_t i = st_key_home(key, mask);
+	struct st_elem *found = NULL;
 
 	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
-		/* acquire: pairs with the release store that published the
-		 * element (st_tab_insert), so its header and value are seen
-		 * initialised. */
-		struct st_elem *e = atomic_load_explicit(&t->slot[i], memory_order_acquire);
+		/* acquire: pairs with the release store that put the element
+		 * in (tab_set), so its header and value are seen initialised. */
+		struct st_elem *e = atomic_load_explicit(&t->slot[i].elem, memory_order_acquire);
+
+		if (!e)
+			break;
+		/* relaxed: the re-check of seq below validates the pair. */
+		if (atomic_load_explicit(&t->slot[i].key, memory_order_relaxed) == key) {
+			found = e;
+			break;
+		}
+	}
+	/* acquire fence, then seq: if any load above read a store of a write
+	 * that began after our first read of seq, the fence synchronises with
+	 * that write's release fence (tab_write_begin), so we see its odd seq
+	 * (the seqlock argument: Boehm, MSPC 2012). */
+	atomic_thread_fence(memory_order_acquire);
+	if (ST_UNLIKELY((seq & 1) || atomic_load_explicit(&t->seq, memory_order_relaxed) != seq))
+		return ST_RETRY;
+	return found;
+}
+
+/* Probe under the storage's lock (no writer can run). */
+static inline struct st_elem *st_tab_find_locked(const struct st_tab *t, uint64_t key)
+{
+	uint32_t mask = t->mask;
+	uint32_t i = st_key_home(key, mask);
+
+	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
+		struct st_elem *e = atomic_load_explicit(&t->slot[i].elem, memory_order_relaxed);
 
 		if (!e)
 			return NULL;
-		/* relaxed: map was written before the element's publication
-		 * (covered by the acquire above); later it only becomes NULL. */
-		if (e != ST_TOMB && atomic_load_explicit(&e->map, memory_order_relaxed) == m)
+		if (atomic_load_explicit(&t->slot[i].key, memory_order_relaxed) == key)
 			return e;
 	}
 	return NULL;
@@ -295,11 +385,14 @@ static inline struct st_tab *st_local_tab(struct st_local *l)
 
 /* Make room for one more element: 0 or -ENOMEM. */
 ST_HIDDEN int st_tab_reserve(struct st_local *l);
-ST_HIDDEN void st_tab_insert(struct st_local *l, struct st_elem *e);
-/* Replace e's slot with a tombstone; shrink to the inline table when the
- * owner has no element left. hint: the map e belonged to, or NULL. */
+/* Put e (of the map whose key is key) in the index; room was reserved. */
+ST_HIDDEN void st_tab_insert(struct st_local *l, struct st_elem *e, uint64_t key);
+/* Take e out of the index. hint: the map e belonged to, or NULL. */
 ST_HIDDEN void st_tab_remove(struct st_local *l, struct st_elem *e,
 			     const struct rqspin_storage_map *hint);
+/* Empty the index of a storage whose elements were all unlinked, and free
+ * its grown tables after a grace period (the storage's cleanup). */
+ST_HIDDEN void st_tab_release_all(struct st_local *l);
 
 /* ---- storage side / map side (unlink.c) ----------------------------------- */
 

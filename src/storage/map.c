@@ -14,6 +14,9 @@
  * distinct index slots (the kernel's least-used cache slot, generalised). */
 static pthread_mutex_t ids_mutex = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t ids[RQSPIN_STORAGE_MAX_MAPS / 64];
+/* Maps created so far: the high bits of a map's key (48 bits: wrapping
+ * would take a million map creations a second for nine years). */
+static _Atomic uint64_t map_serial;
 
 static int id_alloc(void)
 {
@@ -89,6 +92,10 @@ RQSPIN_API struct rqspin_storage_map *rqspin_storage_map_create(size_t value_siz
 		return NULL;
 	}
 	m->id = (uint32_t)id;
+	/* relaxed: only uniqueness matters, and the map is published to
+	 * other threads by the caller's own synchronisation. */
+	m->key = ((atomic_fetch_add_explicit(&map_serial, 1, memory_order_relaxed) + 1)
+		  << ST_KEY_ID_BITS) | (uint64_t)id;
 	m->value_size = (uint32_t)value_size;
 	m->elem_size = (uint32_t)((ST_ELEM_HDR + value_size + 7) & ~(size_t)7);
 	m->flags = flags;

@@ -22,13 +22,62 @@ static inline struct st_local *owner_local(struct rqspin_storage_owner *owner)
 	return st_local_of(owner_word(owner));
 }
 
-static inline struct st_elem *lookup(struct rqspin_storage_map *m,
-				     struct rqspin_storage_owner *owner)
+/* Lock-free probes before lookup_locked takes over: a writer's section
+ * is a few stores (a backward shift at most a few dozen), so this many
+ * only run out when the writer was preempted, or when it is the code that
+ * this signal handler interrupted. */
+#define ST_PROBE_TRIES 128
+
+/* Probe l's index under its lock. Caller is in a read section. */
+static struct st_elem *lookup_locked(struct rqspin_storage_map *m, struct st_local *l,
+				     int *err)
+{
+	struct st_elem *e = NULL;
+	int ret = rqspin_lock(&l->lock);
+
+	if (!st_lock_ok(ret)) {
+		*err = ret;
+		return NULL;
+	}
+	if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE))
+		e = st_tab_find_locked(atomic_load_explicit(&l->tab, memory_order_relaxed), m->key);
+	st_local_unlock(l);
+	return e;
+}
+
+/* The map side: l's element in m's bucket list, lock-free (the list is
+ * walked under RCU, st_link_map publishes with release). An element has
+ * map set while it is linked; a walker on an unlinked one goes on. For
+ * the rare reader that cannot take the storage's lock (AA: a handler that
+ * interrupted this thread's change of l's index): the list may be long
+ * (every owner of the map), but nothing on it can fail. */
+static struct st_elem *lookup_bucket(struct rqspin_storage_map *m, struct st_local *l)
+{
+	struct st_bucket *b = st_bucket_of(m, l);
+	/* acquire (head and bnext): pair with the release in st_link_map. */
+	struct st_elem *e = atomic_load_explicit(&b->head, memory_order_acquire);
+
+	for (; e; e = atomic_load_explicit(&e->bnext, memory_order_acquire)) {
+		/* relaxed: map was set after local (under the storage lock,
+		 * before the index insert) and is only cleared later. */
+		if (e->local == l && atomic_load_explicit(&e->map, memory_order_relaxed) == m)
+			return e;
+	}
+	return NULL;
+}
+
+/* The owner's element of m, or NULL with *err 0 (absent) or a lock error.
+ * Caller is in a read section, which keeps the element allocated. */
+static struct st_elem *lookup(struct rqspin_storage_map *m, struct rqspin_storage_owner *owner,
+			      int *err)
 {
 	uintptr_t w = owner_word(owner);
+	struct st_local *l;
+	struct st_elem *e;
 
+	*err = 0;
 	if (ST_LIKELY(w & ST_OWNER_EMB)) {
-		struct st_elem *e = st_embedded_of(w);
+		e = st_embedded_of(w);
 
 		/* relaxed: the value was initialised before the storage was
 		 * published (acquired above); map is only set once e is
@@ -36,7 +85,21 @@ static inline struct st_elem *lookup(struct rqspin_storage_map *m,
 		if (atomic_load_explicit(&e->map, memory_order_relaxed) == m)
 			return e;
 	}
-	return w ? st_tab_find(st_local_tab(st_local_of(w)), m) : NULL;
+	if (!w)
+		return NULL;
+	l = st_local_of(w);
+	for (int n = 0; n < ST_PROBE_TRIES; n++) {
+		e = st_tab_probe(st_local_tab(l), m->key);
+		if (ST_LIKELY(e != ST_RETRY))
+			return e;
+		caa_cpu_relax();
+	}
+	e = lookup_locked(m, l, err);
+	if (!e && *err == -EDEADLK) {
+		*err = 0;
+		e = lookup_bucket(m, l);
+	}
+	return e;
 }
 
 /* Initialise an element that nobody can see yet (relaxed stores). */
@@ -97,11 +160,14 @@ static struct st_local *local_alloc(struct rqspin_storage_owner *owner,
 	atomic_store_explicit(&l->flags, embed ? ST_EMB_LIVE : 0, memory_order_relaxed);
 	atomic_store_explicit(&l->owner, owner, memory_order_relaxed);
 	l->first = e;
+	atomic_store_explicit(&l->itab.seq, 0, memory_order_relaxed);
 	l->itab.mask = ST_INLINE_SLOTS - 1;
-	l->itab.used = 0;
 	l->itab.live = 0;
-	for (unsigned i = 0; i < ST_INLINE_SLOTS; i++)
-		atomic_store_explicit(&l->itab.slot[i], NULL, memory_order_relaxed);
+	l->itab.reserved = 0;
+	for (unsigned i = 0; i < ST_INLINE_SLOTS; i++) {
+		atomic_store_explicit(&l->itab.slot[i].key, 0, memory_order_relaxed);
+		atomic_store_explicit(&l->itab.slot[i].elem, NULL, memory_order_relaxed);
+	}
 	atomic_store_explicit(&l->tab, &l->itab, memory_order_relaxed);
 	if (e) {
 		elem_init(e, m, init, ST_EMBEDDED);
@@ -196,7 +262,8 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 		ret = -ENOENT; /* gone: being destroyed (misuse) */
 		found = NULL;
 		if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE)) {
-			found = st_tab_find(atomic_load_explicit(&l->tab, memory_order_relaxed), m);
+			found = st_tab_find_locked(
+				atomic_load_explicit(&l->tab, memory_order_relaxed), m->key);
 			ret = found ? 0 : st_tab_reserve(l);
 		}
 		if (ret == 0 && !found) {
@@ -213,7 +280,7 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 			 * (embedded) or is published by the slot's release
 			 * store below (separate). */
 			atomic_store_explicit(&ne->map, m, memory_order_relaxed);
-			st_tab_insert(l, ne);
+			st_tab_insert(l, ne, m->key);
 		} else if (ne != e) {
 			st_release_embedded(l); /* never linked; not CLEANED yet */
 		}
@@ -235,9 +302,8 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 	return ret;
 }
 
-/* get's slow path: registration, misses, creation and errors. Looks up
- * again (the caller may have skipped the lookup for an unregistered
- * thread); a miss costs that little extra. */
+/* get's slow path: misses, creation, a table being rewritten, and errors,
+ * in a read section. */
 static __attribute__((noinline, cold)) void *get_slow(struct rqspin_storage_map *map,
 						    struct rqspin_storage_owner *owner,
 						    const void *init, unsigned flags, int *err)
@@ -250,11 +316,13 @@ static __attribute__((noinline, cold)) void *get_slow(struct rqspin_storage_map 
 		ret = -EINVAL;
 	if (!ret) {
 		st_read_lock();
-		e = lookup(map, owner);
-		if (!e && !(flags & RQSPIN_STORAGE_F_CREATE))
-			ret = -ENOENT;
-		else if (!e)
-			ret = create_elem(map, owner, init, &e, &existed);
+		e = lookup(map, owner, &ret);
+		if (!e && !ret) {
+			if (flags & RQSPIN_STORAGE_F_CREATE)
+				ret = create_elem(map, owner, init, &e, &existed);
+			else
+				ret = -ENOENT;
+		}
 		st_read_unlock();
 	}
 	if (err)
@@ -262,28 +330,33 @@ static __attribute__((noinline, cold)) void *get_slow(struct rqspin_storage_map 
 	return ret ? NULL : e->data;
 }
 
-/* The out-of-line part of the inline rqspin_storage_get (storage.h): the
- * owner's index (values other than the first), then get_slow for the rest.
- * Registration is checked up front so that the hit path makes no call of
- * ours (liburcu's wake-up of a waiting grace period, in the unlock, is its
- * only call, on an unlikely branch). */
+/*
+ * The out-of-line part of the inline rqspin_storage_get (storage.h): a hit
+ * in the owner's index (every value, the first included), without a
+ * read-side section, like the inline part; get_slow for everything else.
+ * What may be read here without a section: the owner word, the storage and
+ * its tables, which all live until the owner is destroyed (st_xtab), and
+ * no element (the index holds the keys). The element returned was the
+ * owner's value for map at a point of the call (st_tab_probe validates
+ * the snapshot); the lifetime rules of storage.h say how long it stays
+ * valid: to the end of the caller's own section, or while nobody deletes
+ * it.
+ */
 RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
 					  struct rqspin_storage_owner *owner, const void *init,
 					  unsigned flags, int *err)
 {
-	if (ST_LIKELY(map && owner && flags <= RQSPIN_STORAGE_F_CREATE &&
-		      URCU_TLS(urcu_memb_reader).registered)) {
-		struct st_elem *e;
+	if (ST_LIKELY(map && owner && flags <= RQSPIN_STORAGE_F_CREATE)) {
+		uintptr_t w = owner_word(owner);
 
-		ST_RCU_READ_LOCK();
-		e = lookup(map, owner);
-		st_read_unlock();
-		if (ST_LIKELY(e)) {
-			if (err)
-				*err = 0;
-			/* Valid past the section: see the lifetime rules in
-			 * storage.h (the caller's own section, or no deleter). */
-			return e->data;
+		if (ST_LIKELY(w)) {
+			struct st_elem *e = st_tab_probe(st_local_tab(st_local_of(w)), map->key);
+
+			if (ST_LIKELY(e && e != ST_RETRY)) {
+				if (err)
+					*err = 0;
+				return e->data;
+			}
 		}
 	}
 	return get_slow(map, owner, init, flags, err);
@@ -311,7 +384,9 @@ RQSPIN_API int rqspin_storage_update(struct rqspin_storage_map *map,
 	if (!map || !owner || !value || flags > RQSPIN_STORAGE_EXIST)
 		return -EINVAL;
 	st_read_lock();
-	e = lookup(map, owner);
+	e = lookup(map, owner, &ret);
+	if (ret)
+		goto out;
 	if (!e) {
 		if (flags == RQSPIN_STORAGE_EXIST)
 			ret = -ENOENT;
@@ -338,9 +413,11 @@ RQSPIN_API int rqspin_storage_lookup_copy(struct rqspin_storage_map *map,
 	if (!map || !owner || !out)
 		return -EINVAL;
 	st_read_lock();
-	e = lookup(map, owner);
+	e = lookup(map, owner, &ret);
 	if (e)
 		ret = copy_locked(e, out, e->data, map->value_size);
+	else if (!ret)
+		ret = -ENOENT;
 	st_read_unlock();
 	return ret;
 }
@@ -363,8 +440,8 @@ RQSPIN_API int rqspin_storage_delete(struct rqspin_storage_map *map,
 		return -EINVAL;
 	st_read_lock();
 	l = owner_local(owner);
-	/* Absent: answer without locking. */
-	if (!l || !st_tab_find(st_local_tab(l), map))
+	/* Absent: answer without locking (ST_RETRY: find out under the lock). */
+	if (!l || !st_tab_probe(st_local_tab(l), map->key))
 		goto out;
 	ret = rqspin_lock(&l->lock);
 	if (!st_lock_ok(ret))
@@ -372,7 +449,8 @@ RQSPIN_API int rqspin_storage_delete(struct rqspin_storage_map *map,
 	ret = -ENOENT;
 	e = NULL;
 	if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE))
-		e = st_tab_find(atomic_load_explicit(&l->tab, memory_order_relaxed), map);
+		e = st_tab_find_locked(atomic_load_explicit(&l->tab, memory_order_relaxed),
+				       map->key);
 	if (e) {
 		b = st_bucket_of(map, l);
 		ret = rqspin_lock(&b->lock);

@@ -151,8 +151,16 @@ static void local_free_cb(struct rcu_head *h)
 
 static void xtab_free_cb(struct rcu_head *h)
 {
+	struct st_xtab *x = caa_container_of(h, struct st_xtab, rcu);
+
 	ST_TSAN_ACQUIRE_GP();
-	rqspin_free_nolock(caa_container_of(h, struct st_xtab, rcu));
+	/* With the tables it replaced (see struct st_xtab). */
+	while (x) {
+		struct st_xtab *older = x->older;
+
+		rqspin_free_nolock(x);
+		x = older;
+	}
 }
 
 void st_free_elem_now(struct st_elem *e)

@@ -1,53 +1,106 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The per-owner index: open addressing by map id, linear probing,
- * tombstones. Readers probe without locks (st_tab_find), so a slot only
- * ever changes from empty to an element, from an element to a tombstone,
- * or from a tombstone to an element; a reader that probes past a slot while
- * it changes finds what it looks for, or correctly misses an element that
- * is being inserted or removed concurrently. Everything here runs under the
- * storage's lock.
+ * The per-owner index: open addressing by map key, linear probing,
+ * deletion by backward shift. Everything here runs under the storage's
+ * lock; lock-free readers (st_tab_probe, and the inline lookup of
+ * storage.h) validate their snapshot with the table's seq, which every
+ * change of a published table bumps to odd before and to even after.
  *
- * Rebuilding (to grow, or to drop tombstones) fills a new table and
- * publishes it with one release store; the old one is freed after a grace
- * period. The inline table (2 slots, inside st_local) is never freed: when
- * an owner is left without elements it goes back to it, cleared, and stale
- * readers of it can only see elements or empty slots.
+ * Growing fills a new table (unpublished: no seq needed) and publishes it
+ * with one release store. The old one stays allocated until the storage is
+ * freed (st_xtab), because readers do not hold a read-side section: a
+ * reader that still probes it sees the state it had when it was replaced,
+ * which is a state the index had during the reader's call. Since nothing
+ * is ever freed under a reader, a table never shrinks either.
  */
 #include <string.h>
 
 #include "storage/internal.h"
 
-/* Entries (live + tombstones) a table of cap slots may hold: full for the
- * tiny tables (a probe is at most 4 slots), 3/4 otherwise. */
+/* Elements a table of cap slots may hold: full for the tiny tables (a
+ * probe is at most 4 slots), 3/4 otherwise. */
 static inline uint32_t tab_limit(uint32_t cap)
 {
 	return cap <= 4 ? cap : cap - cap / 4;
 }
 
-static void tab_put(struct st_tab *t, struct st_elem *e, uint32_t id)
+static void tab_write_begin(struct st_tab *t)
 {
-	uint32_t mask = t->mask;
-	uint32_t i = id & mask;
+	/* relaxed: only the lock holder writes seq. */
+	uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
 
-	for (;;) {
-		struct st_elem *cur = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
-
-		if (!cur || cur == ST_TOMB) {
-			if (!cur)
-				t->used++;
-			t->live++;
-			/* release: the element's header and value are written
-			 * before readers can find it (st_tab_find's acquire). */
-			atomic_store_explicit(&t->slot[i], e, memory_order_release);
-			return;
-		}
-		i = (i + 1) & mask;
-	}
+	atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
+	/* release fence: the odd seq is ordered before the slot stores that
+	 * follow, for a reader whose acquire fence follows a load of one of
+	 * them (st_tab_probe). */
+	atomic_thread_fence(memory_order_release);
 }
 
-/* Element whose map side is done (map_destroy unlinked it but could not
- * take our lock): finish the storage side now that we hold it. */
+static void tab_write_end(struct st_tab *t)
+{
+	uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
+
+	/* release: the slot stores before the even seq, for a reader that
+	 * starts with an acquire load of it. */
+	atomic_store_explicit(&t->seq, seq + 1, memory_order_release);
+}
+
+static void tab_set(struct st_tab *t, uint32_t i, uint64_t key, struct st_elem *e)
+{
+	/* relaxed key: a reader validates the pair with seq. */
+	atomic_store_explicit(&t->slot[i].key, key, memory_order_relaxed);
+	/* release: the element's header and value are written before a
+	 * reader that finds it reads them (st_tab_probe's acquire). */
+	atomic_store_explicit(&t->slot[i].elem, e, memory_order_release);
+}
+
+/* Put (key, e) in the first empty slot from its home; room exists. */
+static void tab_put(struct st_tab *t, uint64_t key, struct st_elem *e)
+{
+	uint32_t mask = t->mask;
+	uint32_t i = st_key_home(key, mask);
+
+	while (atomic_load_explicit(&t->slot[i].elem, memory_order_relaxed))
+		i = (i + 1) & mask;
+	tab_set(t, i, key, e);
+	t->live++;
+}
+
+/*
+ * Empty slot i and shift back the entries after it that may move (Knuth's
+ * algorithm R), so that every entry stays reachable from its home without
+ * tombstones. Stops at an empty slot, or after a full lap (a full tiny
+ * table has none).
+ */
+static void tab_delete_at(struct st_tab *t, uint32_t i)
+{
+	uint32_t mask = t->mask;
+	uint32_t j = i;
+
+	for (;;) {
+		struct st_elem *e;
+		uint64_t key;
+
+		j = (j + 1) & mask;
+		if (j == i)
+			break;
+		e = atomic_load_explicit(&t->slot[j].elem, memory_order_relaxed);
+		if (!e)
+			break;
+		key = atomic_load_explicit(&t->slot[j].key, memory_order_relaxed);
+		/* The hole i lies on the probe path home..j of this entry:
+		 * it may move there. */
+		if (((j - st_key_home(key, mask)) & mask) >= ((j - i) & mask)) {
+			tab_set(t, i, key, e);
+			i = j;
+		}
+	}
+	tab_set(t, i, 0, NULL);
+	t->live--;
+}
+
+/* Element whose map side is done (map_destroy unlinked it but did not get
+ * our lock yet): finish the storage side now that we hold it. */
 static bool reap_zombie(struct st_elem *e)
 {
 	uint32_t st = atomic_load_explicit(&e->state, memory_order_acquire);
@@ -62,108 +115,87 @@ static bool reap_zombie(struct st_elem *e)
 	return true;
 }
 
-/* Copy the live entries of old into t (empty, mask set). */
+/* Copy the live entries of old into t (empty, unpublished). */
 static void tab_fill(struct st_tab *t, struct st_tab *old)
 {
 	for (uint32_t i = 0; i <= old->mask; i++) {
-		struct st_elem *e = atomic_load_explicit(&old->slot[i], memory_order_relaxed);
-		struct rqspin_storage_map *m;
+		struct st_elem *e = atomic_load_explicit(&old->slot[i].elem, memory_order_relaxed);
 
-		if (!e || e == ST_TOMB)
-			continue;
-		m = atomic_load_explicit(&e->map, memory_order_relaxed);
-		if (!m && reap_zombie(e))
+		if (!e)
 			continue;
 		/* A cleared map whose state bit is not set yet: map_destroy is
 		 * between the two stores and will finish the storage side (it
 		 * finds e by scanning, any slot will do). */
-		tab_put(t, e, m ? m->id : 0);
+		if (!atomic_load_explicit(&e->map, memory_order_relaxed) && reap_zombie(e))
+			continue;
+		tab_put(t, atomic_load_explicit(&old->slot[i].key, memory_order_relaxed), e);
 	}
 }
 
-static bool tab_is_inline(struct st_local *l, struct st_tab *t)
+static struct st_xtab *xtab_of(struct st_local *l, struct st_tab *t)
 {
-	return t == &l->itab;
-}
-
-static void tab_release(struct st_local *l, struct st_tab *t)
-{
-	if (!tab_is_inline(l, t))
-		st_free_xtab_rcu(caa_container_of(t, struct st_xtab, t));
+	return t == &l->itab ? NULL : caa_container_of(t, struct st_xtab, t);
 }
 
 int st_tab_reserve(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
-	uint32_t need, cap;
+	uint32_t cap = (t->mask + 1) * 2;
 	struct st_xtab *x;
 
-	/* Room: an empty slot under the limit, or a tombstone to reuse
-	 * (tab_put takes the first of either on the probe path). */
-	if (t->used < tab_limit(t->mask + 1) || t->used > t->live)
+	if (t->live < tab_limit(t->mask + 1))
 		return 0;
-	need = (uint32_t)t->live + 1;
-	if (need <= ST_INLINE_SLOTS && !tab_is_inline(l, t)) {
-		struct st_tab *it = &l->itab;
-
-		/* Back to the inline table. Readers still holding it from
-		 * before it was replaced see elements or empty slots. */
-		for (uint32_t i = 0; i < ST_INLINE_SLOTS; i++)
-			atomic_store_explicit(&it->slot[i], NULL, memory_order_relaxed);
-		it->used = 0;
-		it->live = 0;
-		tab_fill(it, t);
-		/* release: the slots above before the table pointer. */
-		atomic_store_explicit(&l->tab, it, memory_order_release);
-		tab_release(l, t);
-		return 0;
-	}
-	cap = 4;
-	while (tab_limit(cap) < 2 * need && cap < ST_TAB_MAX_CAP)
-		cap <<= 1;
-	if (tab_limit(cap) < need)
+	if (cap > ST_TAB_MAX_CAP)
 		return -ENOMEM; /* 49152 elements per owner: cannot happen with the map limit */
+	/* Zeroed: seq 0, every slot empty. */
 	x = rqspin_malloc_nolock(sizeof(*x) + cap * sizeof(x->t.slot[0]), RQSPIN_ALLOC_ZERO);
 	if (!x)
 		return -ENOMEM;
 	x->t.mask = cap - 1;
+	x->older = xtab_of(l, t);
 	tab_fill(&x->t, t);
-	/* release: the filled slots before the table pointer. */
+	/* release: the filled slots before the table pointer (readers load
+	 * it with acquire, st_local_tab). */
 	atomic_store_explicit(&l->tab, &x->t, memory_order_release);
-	tab_release(l, t);
 	return 0;
 }
 
-void st_tab_insert(struct st_local *l, struct st_elem *e)
+void st_tab_insert(struct st_local *l, struct st_elem *e, uint64_t key)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
 
-	tab_put(t, e, atomic_load_explicit(&e->map, memory_order_relaxed)->id);
+	tab_write_begin(t);
+	tab_put(t, key, e);
+	tab_write_end(t);
 }
 
 void st_tab_remove(struct st_local *l, struct st_elem *e, const struct rqspin_storage_map *hint)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
 	uint32_t mask = t->mask;
-	uint32_t i = hint ? hint->id & mask : 0;
+	uint32_t i = hint ? st_key_home(hint->key, mask) : 0;
 
 	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
-		if (atomic_load_explicit(&t->slot[i], memory_order_relaxed) != e)
-			continue;
-		/* relaxed: a tombstone publishes nothing. */
-		atomic_store_explicit(&t->slot[i], ST_TOMB, memory_order_relaxed);
-		t->live--;
-		break;
+		if (atomic_load_explicit(&t->slot[i].elem, memory_order_relaxed) == e) {
+			tab_write_begin(t);
+			tab_delete_at(t, i);
+			tab_write_end(t);
+			return;
+		}
 	}
-	if (t->live == 0 && !tab_is_inline(l, t)) {
-		struct st_tab *it = &l->itab;
+}
 
-		for (uint32_t k = 0; k < ST_INLINE_SLOTS; k++)
-			atomic_store_explicit(&it->slot[k], NULL, memory_order_relaxed);
-		it->used = 0;
-		it->live = 0;
-		/* release: the cleared slots before the pointer. */
-		atomic_store_explicit(&l->tab, it, memory_order_release);
-		tab_release(l, t);
-	}
+void st_tab_release_all(struct st_local *l)
+{
+	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
+	struct st_xtab *x = xtab_of(l, t);
+
+	tab_write_begin(t);
+	for (uint32_t i = 0; i <= t->mask; i++)
+		tab_set(t, i, 0, NULL);
+	t->live = 0;
+	tab_write_end(t);
+	/* The grown tables go with the storage (after a grace period). */
+	if (x)
+		st_free_xtab_rcu(x);
 }

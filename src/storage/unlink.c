@@ -68,11 +68,11 @@ static void local_cleanup(struct st_local *l)
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
 
 	for (uint32_t i = 0; i <= t->mask; i++) {
-		struct st_elem *e = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+		struct st_elem *e = atomic_load_explicit(&t->slot[i].elem, memory_order_relaxed);
 		struct rqspin_storage_map *m;
 		uint32_t st;
 
-		if (!e || e == ST_TOMB)
+		if (!e)
 			continue;
 		/* acquire: if map_destroy already did the map side (and
 		 * cleared map), we see its state bit. */
@@ -90,18 +90,14 @@ static void local_cleanup(struct st_local *l)
 				rqspin_unlock(&b->lock);
 			}
 		}
-		/* relaxed: nobody but this holder reads the slot again
+		/* acq_rel: see st_unlink_map_locked. The slot itself is
+		 * emptied below; until then only this lock holder reads it
 		 * (probes of a gone storage are misuse, and harmless). */
-		atomic_store_explicit(&t->slot[i], ST_TOMB, memory_order_relaxed);
-		/* acq_rel: see st_unlink_map_locked. */
 		st = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED, memory_order_acq_rel);
 		if (st & ST_MAP_UNLINKED)
 			st_free_elem_rcu(e);
 	}
-	t->live = 0;
-	/* A grown table goes with the storage (both after a grace period). */
-	if (t != &l->itab)
-		st_free_xtab_rcu(caa_container_of(t, struct st_xtab, t));
+	st_tab_release_all(l);
 }
 
 void st_local_finish_gone(struct st_local *l)
