@@ -21,8 +21,9 @@
  * (values, storages, nodes, bucket tables) plus, for object-local storage,
  * the 8 bytes it embeds in the owner.
  *
- * Results are medians of --reps runs. Targets from the issue are checked
- * at the end.
+ * Results are medians of --reps runs, interleaved across methods (run k of
+ * each, then run k + 1); ratios to rculfhash are medians of per-run ratios.
+ * Targets from the issue are checked at the end.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -584,6 +585,9 @@ struct row {
 	double create_mops; /* creates per second, all threads */
 	double destroy_mops;
 	double bytes;       /* per owner */
+	/* M_STORAGE only: rculfhash's time over ours, the median of the
+	 * per-run ratios (get, owner read + get). */
+	double lfht_x, lfht_touch_x;
 };
 
 static int reps = 3;
@@ -592,68 +596,97 @@ static bool quick;
 static bool reps_given;
 
 #define WARM_PASSES 8ul
+#define MAX_RUNS 16
 
-static struct row measure(enum method m, unsigned long n, int nthreads)
+/* One method's samples, one entry per run. */
+struct samples {
+	double g[MAX_RUNS], tg[MAX_RUNS], c[MAX_RUNS], d[MAX_RUNS];
+	double bytes;
+};
+
+/* Run k of method m on n owners: build, warm up, time the two get jobs,
+ * destroy. */
+static void measure_once(enum method m, unsigned long n, int nthreads, int k,
+			 unsigned long gets, struct samples *s)
 {
-	double g[16], tg[16], c[16], d[16], bytes = 0;
+	uint64_t base = all_bytes(), t;
+
+	method_setup(m, n);
+	t = run_job(m, J_CREATE, nthreads, 0);
+	s->c[k] = (double)n / ((double)t / 1e9) / 1e6;
+	method_fit(m, n);
+	if (k == 0) {
+		uint64_t now = all_bytes();
+
+		/* The table's size is known exactly; the others are measured
+		 * (clamped: a free of an earlier experiment may land after
+		 * the baseline). */
+		if (m == M_OATAB)
+			s->bytes = (double)((oa.mask + 1) * sizeof(*oa.ent)) / (double)n;
+		else
+			s->bytes = now > base ? (double)(now - base) / (double)n : 0;
+		if (m == M_STORAGE || m == M_STORAGE_MALLOC)
+			s->bytes += sizeof(struct rqspin_storage_owner);
+		if (m == M_FLOOR)
+			s->bytes += sizeof(uint64_t *);
+	}
+	/* Warm up with WARM_PASSES passes over every owner, so that the
+	 * measured jobs see the steady state: on the VMs we measure on,
+	 * gets over freshly allocated memory keep getting cheaper for
+	 * several passes (100K owners, object-local storage: 15-20 ns after
+	 * one pass, about 10 after four, 4 after eight, which is what a
+	 * standalone loop measures; rculfhash: 40 -> 34 ns), and the medians
+	 * depended on how far each method had got. */
+	run_job(m, J_GET, nthreads, gets / 4 > WARM_PASSES * n ? gets / 4 : WARM_PASSES * n);
+	/* The first job after the warm-up tends to run slower (seen on these
+	 * VMs, cause unknown): alternate which one is first, so that the
+	 * medians do not favour either. */
+	for (int j = 0; j < 2; j++) {
+		bool touch = (j == 0) == (k % 2 == 1);
+
+		t = run_job(m, touch ? J_TOUCH_GET : J_GET, nthreads, gets);
+		(touch ? s->tg : s->g)[k] = (double)t / (double)gets;
+	}
+	t = run_job(m, J_DESTROY, nthreads, 0);
+	s->d[k] = (double)n / ((double)t / 1e9) / 1e6;
+	method_teardown(m);
+}
+
+/*
+ * Every method on n owners. Runs are interleaved (run k of every method,
+ * then run k + 1), so that a slow phase of the machine, which on these VMs
+ * lasts seconds and can double memory latency, falls on all methods alike;
+ * the ratios to rculfhash are medians of per-run ratios.
+ */
+static void measure_all(unsigned long n, int nthreads, struct row out[M_N])
+{
+	static struct samples s[M_N];
+	double x[MAX_RUNS], xt[MAX_RUNS];
 	unsigned long gets = quick ? 250000 : 1000000;
 	/* A million owners take long to build: one run unless --reps. */
 	int runs = n >= 1000000 && !reps_given ? 1 : reps;
-	struct row r;
 
 	if (gets < n)
 		gets = n;
 	nown = n;
+	for (int k = 0; k < runs; k++)
+		for (int m = 0; m < M_N; m++)
+			measure_once((enum method)m, n, nthreads, k, gets, &s[m]);
 	for (int k = 0; k < runs; k++) {
-		uint64_t base = all_bytes(), t;
-
-		method_setup(m, n);
-		t = run_job(m, J_CREATE, nthreads, 0);
-		c[k] = (double)n / ((double)t / 1e9) / 1e6;
-		method_fit(m, n);
-		if (k == 0) {
-			uint64_t now = all_bytes();
-
-			/* The table's size is known exactly; the others are
-			 * measured (clamped: a free of an earlier experiment
-			 * may land after the baseline). */
-			if (m == M_OATAB)
-				bytes = (double)((oa.mask + 1) * sizeof(*oa.ent)) / (double)n;
-			else
-				bytes = now > base ? (double)(now - base) / (double)n : 0;
-			if (m == M_STORAGE || m == M_STORAGE_MALLOC)
-				bytes += sizeof(struct rqspin_storage_owner);
-			if (m == M_FLOOR)
-				bytes += sizeof(uint64_t *);
-		}
-		/* Warm up with WARM_PASSES passes over every owner, so that
-		 * the measured jobs see the steady state: on the VMs we
-		 * measure on, gets over freshly allocated memory keep getting
-		 * cheaper for several passes (100K owners, object-local
-		 * storage: 15-20 ns after one pass, about 10 after four, 4
-		 * after eight, which is what a standalone loop measures;
-		 * rculfhash: 40 -> 34 ns), and the medians depended on how
-		 * far each method had got. */
-		run_job(m, J_GET, nthreads, gets / 4 > WARM_PASSES * n ? gets / 4 : WARM_PASSES * n);
-		/* The first job after the warm-up tends to run slower (seen
-		 * on these VMs, cause unknown): alternate which one is
-		 * first, so that the medians do not favour either. */
-		for (int j = 0; j < 2; j++) {
-			bool touch = (j == 0) == (k % 2 == 1);
-
-			t = run_job(m, touch ? J_TOUCH_GET : J_GET, nthreads, gets);
-			(touch ? tg : g)[k] = (double)t / (double)gets;
-		}
-		t = run_job(m, J_DESTROY, nthreads, 0);
-		d[k] = (double)n / ((double)t / 1e9) / 1e6;
-		method_teardown(m);
+		x[k] = s[M_LFHT].g[k] / s[M_STORAGE].g[k];
+		xt[k] = s[M_LFHT].tg[k] / s[M_STORAGE].tg[k];
 	}
-	r.get_ns = median(g, runs);
-	r.touch_ns = median(tg, runs);
-	r.create_mops = median(c, runs);
-	r.destroy_mops = median(d, runs);
-	r.bytes = bytes;
-	return r;
+	for (int m = 0; m < M_N; m++) {
+		struct row *r = &out[m];
+
+		r->get_ns = median(s[m].g, runs);
+		r->touch_ns = median(s[m].tg, runs);
+		r->create_mops = median(s[m].c, runs);
+		r->destroy_mops = median(s[m].d, runs);
+		r->bytes = s[m].bytes;
+		r->lfht_x = m == M_STORAGE ? median(x, runs) : 0;
+		r->lfht_touch_x = m == M_STORAGE ? median(xt, runs) : 0;
+	}
 }
 
 /* Sequential get over nmaps maps of one hot owner, ns per get. */
@@ -812,15 +845,15 @@ int storage_bench_main(int argc, char **argv)
 		for (int i = 0; i < nn; i++) {
 			make_perm(perm, nowners[i], 1 + nowners[i]);
 			make_perm(perm2, nowners[i], 7 + nowners[i]);
+			measure_all(nowners[i], th, res[i][ti]);
 			for (int m = 0; m < M_N; m++) {
-				struct row r = measure((enum method)m, nowners[i], th);
+				struct row *r = &res[i][ti][m];
 
-				res[i][ti][m] = r;
 				printf("| %lu | %s | %.1f | %.1f | %.2f | %.2f | %.0f |\n", nowners[i],
-				       method_name[m], r.get_ns, r.touch_ns, r.create_mops,
-				       r.destroy_mops, r.bytes);
-				fflush(stdout);
+				       method_name[m], r->get_ns, r->touch_ns, r->create_mops,
+				       r->destroy_mops, r->bytes);
 			}
+			fflush(stdout);
 		}
 		printf("\n");
 	}
@@ -840,10 +873,9 @@ int storage_bench_main(int argc, char **argv)
 	for (int i = 0; i < nn; i++) {
 		if (nowners[i] == 100000) {
 			for (int ti = 0; ti < nt; ti++) {
-				double x = res[i][ti][M_LFHT].get_ns / res[i][ti][M_STORAGE].get_ns;
-
-				double y = res[i][ti][M_LFHT].touch_ns /
-					   res[i][ti][M_STORAGE].touch_ns;
+				/* Medians of the per-run ratios (measure_all). */
+				double x = res[i][ti][M_STORAGE].lfht_x;
+				double y = res[i][ti][M_STORAGE].lfht_touch_x;
 
 				printf("- >= 5x faster than rculfhash at 100K owners, %lu thread(s): "
 				       "%.1fx -> %s (owner read + get: %.1fx)\n", nthr[ti], x,
