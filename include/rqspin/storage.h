@@ -62,7 +62,8 @@
  * index grows (16 bytes a slot, doubling, kept at 3/4 full) when it holds
  * more than 2 values, and keeps its largest size, and the smaller tables
  * it replaced, until the owner is destroyed: lock-free readers may still
- * be probing them (about 8 KiB for an owner that once had 100 values).
+ * be probing them (10 KiB besides the values for an owner that once had
+ * 100 values; 1.3 KiB for 16).
  *
  * Contract (as in the kernel): do not use a map while or after it is
  * destroyed, and do not use an owner while or after it is destroyed; owner
