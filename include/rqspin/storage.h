@@ -235,11 +235,11 @@ static inline void *rqspin_storage_get(struct rqspin_storage_map *map,
 			 * element in the slot, initialised. */
 			char *elem = (char *)__atomic_load_n(&s->elem, __ATOMIC_ACQUIRE);
 
-			if (elem && __atomic_load_n(&s->key, __ATOMIC_RELAXED) == key) {
-				/* acquire fence, then seq unchanged and even:
-				 * the key and element were read from one state
-				 * of the slot, not from a change in progress. */
-				__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			/* acquire (key too): a load that reads a change in
+			 * progress makes the re-read of seq below see that
+			 * change's odd seq; seq unchanged and even means the
+			 * key and element are one state of the slot. */
+			if (elem && __atomic_load_n(&s->key, __ATOMIC_ACQUIRE) == key) {
 				if (!(seq & 1) && __atomic_load_n(&ix->seq, __ATOMIC_RELAXED) == seq) {
 					if (err)
 						*err = 0;

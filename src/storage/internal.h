@@ -323,23 +323,22 @@ static inline struct st_elem *st_tab_probe(const struct st_tab *t, uint64_t key)
 	struct st_elem *found = NULL;
 
 	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
-		/* acquire: pairs with the release store that put the element
-		 * in (tab_set), so its header and value are seen initialised. */
+		/* acquire (both loads): pair with the release stores of
+		 * tab_set. Whatever write a load reads from, that write's odd
+		 * seq happens before our re-check below, which then fails;
+		 * the element's acquire also makes its value visible. */
 		struct st_elem *e = atomic_load_explicit(&t->slot[i].elem, memory_order_acquire);
 
 		if (!e)
 			break;
-		/* relaxed: the re-check of seq below validates the pair. */
-		if (atomic_load_explicit(&t->slot[i].key, memory_order_relaxed) == key) {
+		if (atomic_load_explicit(&t->slot[i].key, memory_order_acquire) == key) {
 			found = e;
 			break;
 		}
 	}
-	/* acquire fence, then seq: if any load above read a store of a write
-	 * that began after our first read of seq, the fence synchronises with
-	 * that write's release fence (tab_write_begin), so we see its odd seq
-	 * (the seqlock argument: Boehm, MSPC 2012). */
-	atomic_thread_fence(memory_order_acquire);
+	/* relaxed: ordered after the acquire loads above (the seqlock
+	 * argument without fences: a load that saw a write in progress
+	 * makes this one see its odd seq or a later value). */
 	if (ST_UNLIKELY((seq & 1) || atomic_load_explicit(&t->seq, memory_order_relaxed) != seq))
 		return ST_RETRY;
 	return found;

@@ -26,14 +26,14 @@ static inline uint32_t tab_limit(uint32_t cap)
 
 static void tab_write_begin(struct st_tab *t)
 {
-	/* relaxed: only the lock holder writes seq. */
+	/* relaxed: only the lock holder writes seq. Every slot store that
+	 * follows is a release store (tab_set), so a reader whose acquire
+	 * load sees any of them also sees this odd seq, or later, when it
+	 * reads seq again (st_tab_probe): no fence is needed (and
+	 * ThreadSanitizer does not model fences). */
 	uint32_t seq = atomic_load_explicit(&t->seq, memory_order_relaxed);
 
 	atomic_store_explicit(&t->seq, seq + 1, memory_order_relaxed);
-	/* release fence: the odd seq is ordered before the slot stores that
-	 * follow, for a reader whose acquire fence follows a load of one of
-	 * them (st_tab_probe). */
-	atomic_thread_fence(memory_order_release);
 }
 
 static void tab_write_end(struct st_tab *t)
@@ -47,10 +47,10 @@ static void tab_write_end(struct st_tab *t)
 
 static void tab_set(struct st_tab *t, uint32_t i, uint64_t key, struct st_elem *e)
 {
-	/* relaxed key: a reader validates the pair with seq. */
-	atomic_store_explicit(&t->slot[i].key, key, memory_order_relaxed);
-	/* release: the element's header and value are written before a
-	 * reader that finds it reads them (st_tab_probe's acquire). */
+	/* release (both): carry the odd seq of tab_write_begin to a reader
+	 * that sees either store; the element's store also publishes its
+	 * header and value (st_tab_probe's acquire). */
+	atomic_store_explicit(&t->slot[i].key, key, memory_order_release);
 	atomic_store_explicit(&t->slot[i].elem, e, memory_order_release);
 }
 
