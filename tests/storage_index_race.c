@@ -192,7 +192,7 @@ static void churn_once(tu_rng *r, unsigned nstarted)
 static void *writer_main(void *arg)
 {
 	tu_rng r;
-	unsigned churns = TU_ITERS(400000u);
+	unsigned churns = TU_ITERS(1000000u);
 
 	(void)arg;
 	tu_rng_seed(&r, 7);
