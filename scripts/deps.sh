@@ -2,8 +2,9 @@
 # Install the Debian packages the build, tests and benchmarks need (as root,
 # or through sudo). Does nothing when they are all present.
 set -euo pipefail
+# spin: the model check of the lock slow path (tests/model/).
 pkgs=(build-essential cmake pkg-config libck-dev liburcu-dev libjemalloc-dev
-      libmimalloc-dev libbenchmark-dev gnuplot-nox gcc-aarch64-linux-gnu)
+      libmimalloc-dev libbenchmark-dev gnuplot-nox gcc-aarch64-linux-gnu spin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
