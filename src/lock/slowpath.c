@@ -31,6 +31,15 @@
  * Only the holder of the pending bit may turn the locked byte from free to
  * held while the bit is set, which is what lets that holder use a plain
  * store for (*,1,0) -> (*,0,1).
+ *
+ * Like the kernel, the word is also accessed in parts: the tail half-word
+ * (exchange), the locked+pending half-word (that store) and the locked
+ * byte (unlock). C11 does not define mixed-size atomic accesses to one
+ * object; GCC and Clang emit single sized instructions for them, which
+ * x86-64 and AArch64 (whose memory model covers mixed-size accesses) keep
+ * single-copy atomic and coherent with the 32-bit ones; the kernel relies
+ * on the same. The algorithm itself, under sequentially consistent
+ * interleavings, is model-checked by tests/model/ (SPIN).
  */
 #include <errno.h>
 #include <stddef.h>
