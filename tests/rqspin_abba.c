@@ -158,18 +158,23 @@ static bool report_self_ok(const struct rqspin_report *r, const struct pair_arg 
 
 	return r->event == RQSPIN_EV_ABBA && r->error == -EDEADLK && r->lock == p->theirs &&
 	       r->nthreads >= 1 && me->tid == atomic_load(&p->tids[p->idx]) &&
-	       me->waits_for == p->theirs && me->nheld == 2 && me->held[0] == p->mine &&
-	       me->held[1] == p->theirs;
+	       me->waits_for == p->theirs && me->nheld == 1 && me->held[0] == p->mine &&
+	       me->held[1] == NULL;
 }
 
-/* The whole cycle: the other thread holds theirs and waits for mine. */
+/* The whole cycle: the other thread holds theirs and waits for mine. The
+ * reporter's table no longer has its failed attempt (it is dropped before
+ * the report); the other's still has its attempt, unless it failed too
+ * and withdrew it in the meantime. */
 static bool report_matches(const struct rqspin_report *r, const struct pair_arg *p)
 {
 	const struct rqspin_report_thread *other = &r->threads[1];
+	bool waiting = other->nheld == 2 && other->held[1] == p->mine;
+	bool withdrawn = other->nheld == 1;
 
 	return report_self_ok(r, p) && r->nthreads == 2 &&
 	       other->tid == atomic_load(&p->tids[1 - p->idx]) && other->waits_for == p->mine &&
-	       other->nheld == 2 && other->held[0] == p->theirs && other->held[1] == p->mine;
+	       (waiting || withdrawn) && other->held[0] == p->theirs;
 }
 
 static void *pair_thread(void *arg)

@@ -44,9 +44,10 @@ static bool check_report(const struct rqspin_report *r, const struct targ *a, bo
 
 	if (r->error != -EDEADLK || r->lock != &c->locks[(i + 1) % n])
 		return false;
+	/* The reporter's failed attempt is out of its table already. */
 	if (r->threads[0].tid != atomic_load(&c->tids[i]) ||
-	    r->threads[0].waits_for != &c->locks[(i + 1) % n] || r->threads[0].nheld != 2 ||
-	    r->threads[0].held[0] != &c->locks[i] || r->threads[0].held[1] != &c->locks[(i + 1) % n])
+	    r->threads[0].waits_for != &c->locks[(i + 1) % n] || r->threads[0].nheld != 1 ||
+	    r->threads[0].held[0] != &c->locks[i])
 		return false;
 	if (!full)
 		return true;
@@ -59,11 +60,13 @@ static bool check_report(const struct rqspin_report *r, const struct targ *a, bo
 		bool found = false;
 
 		if (t->tid != atomic_load(&c->tids[j]) || t->waits_for != &c->locks[(j + 1) % n] ||
-		    t->nheld != 2 || t->held[0] != &c->locks[j] || t->held[1] != t->waits_for)
+		    t->held[0] != &c->locks[j])
+			return false;
+		/* Others still show their attempt, unless they withdrew it. */
+		if (k > 0 && !(t->nheld == 1 || (t->nheld == 2 && t->held[1] == t->waits_for)))
 			return false;
 		/* The lock k waits for is held (not merely wanted) by k+1. */
-		for (uint32_t h = 0; h + 1 < nx->nheld; h++)
-			found |= nx->held[h] == t->waits_for;
+		found = nx->held[0] == t->waits_for;
 		if (!found)
 			return false;
 	}

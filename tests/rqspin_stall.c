@@ -159,23 +159,6 @@ static void check_exclusion(rqspinlock_t *l, int nthreads)
 
 static rqspinlock_t A = RQSPINLOCK_INIT, B = RQSPINLOCK_INIT;
 
-/* The owner's fake attempt on B (the module's grab_held_lock_entry(&B)):
- * the entry the inline fast path pushes before its CAS, here without the
- * CAS. Only for this test: rqspin__* is the fast path's ABI. */
-static int fake_attempt_b(struct ru_actor *a)
-{
-	(void)a;
-	rqspin__held_push(rqspin__self(), &B);
-	return 0;
-}
-
-static int drop_fake_b(struct ru_actor *a)
-{
-	(void)a;
-	rqspin__held_pop(rqspin__self(), &B);
-	return 0;
-}
-
 /* The pending waiter on A, once the owner has let A go: it gets A, or -
  * when its own check found the cycle it was waiting behind and it backed
  * off (a waiter behind a deadlock may fail with -EDEADLK) - an error. */
@@ -203,49 +186,6 @@ static void handoff_setup(struct ru_actor *o, struct ru_actor *p, struct ru_acto
 	/* Let the head settle into its wait (and its first checks). */
 	tu_sleep_us(2000);
 	CHECK(!ru_actor_is_done(p) && !ru_actor_is_done(qh));
-}
-
-static void handoff_fake(unsigned round)
-{
-	struct ru_actor o, p, qh;
-	struct rqspin_lock_stats s0 = ru_stats(), s1;
-	unsigned fails = 0;
-	int r;
-
-	ru_actor_start(&o, 0);
-	ru_actor_start(&p, 1);
-	ru_actor_start(&qh, 2);
-	handoff_setup(&o, &p, &qh);
-
-	ru_actor_post_call(&o, fake_attempt_b, NULL);
-	RU_CHECK_RET(ru_actor_wait(&o, 30), 0);
-	/* A hang here is the pre-7a3c0289c3c8 bug (head waits for next). */
-	r = ru_actor_wait(&qh, 30);
-	printf("handoff tail (fake attempt) %u: head returned %s after %llu ms\n", round,
-	       ru_err_name(r), (unsigned long long)(ru_actor_elapsed(&qh) / RU_MS));
-	RU_CHECK_RET(r, -EDEADLK);
-	fails++;
-	/* Tail reset, the owner untouched: A is just locked (and pending,
-	 * unless the pending waiter backed off too). */
-	CHECK_EQ_U64(ru_word(&A) & ~RU_PENDING_MASK, 1);
-
-	ru_actor_post_call(&o, drop_fake_b, NULL);
-	RU_CHECK_RET(ru_actor_wait(&o, 30), 0);
-	RU_CHECK_RET(ru_actor_do(&qh, RU_UNLOCK, &B), 0);
-	RU_CHECK_RET(ru_actor_do(&o, RU_UNLOCK, &A), 0);
-	finish_pending(&p, &fails);
-	CHECK_EQ_U64(ru_word(&A), 0);
-	CHECK_EQ_U64(ru_word(&B), 0);
-	/* The former head can take A (its node is reusable). */
-	RU_CHECK_RET(ru_actor_do(&qh, RU_LOCK, &A), 0);
-	RU_CHECK_RET(ru_actor_do(&qh, RU_UNLOCK, &A), 0);
-
-	s1 = ru_stats();
-	CHECK_EQ_U64((s1.abba - s0.abba) + (s1.cycle - s0.cycle), fails);
-	CHECK_EQ_U64(s1.timeout, s0.timeout);
-	ru_actor_exit(&o);
-	ru_actor_exit(&p);
-	ru_actor_exit(&qh);
 }
 
 static void handoff_genuine(unsigned round, unsigned *head_first, unsigned *owner_first)
@@ -326,8 +266,6 @@ int main(void)
 	/* Handoff tail: long timeouts, so only a detection (or a hang) can
 	 * end the head's wait and nobody else times out meanwhile. */
 	RU_CHECK_RET(rqspin_set_default_timeout(10 * RU_SEC), 0);
-	for (unsigned r = 0; r < rounds; r++)
-		handoff_fake(r);
 	for (unsigned r = 0; r < rounds * 2; r++)
 		handoff_genuine(r, &head_first, &owner_first);
 	printf("handoff tail (genuine attempt): head detected first in %u rounds, owner in %u\n",

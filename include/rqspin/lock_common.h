@@ -31,6 +31,16 @@ extern "C" {
 #define RQSPIN__LIKELY(x) __builtin_expect(!!(x), 1)
 #define RQSPIN__UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* ThreadSanitizer builds: detected before anything below tests it (the
+ * counters pick their instruction from it). */
+#if defined(__SANITIZE_THREAD__)
+#define RQSPIN__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RQSPIN__TSAN 1
+#endif
+#endif
+
 /* Debug checks in the inline functions follow the *caller's* build:
  * on unless NDEBUG, or forced with -DRQSPIN_DEBUG=0/1. */
 #ifndef RQSPIN_DEBUG
@@ -77,11 +87,25 @@ union rqspin__word {
 /* Held-lock table: 31 entries + count = 256 bytes (the kernel's size). */
 #define RQSPIN_NR_HELD 31
 
+/*
+ * A stack of the locks the thread holds, oldest first. cnt is the number
+ * of locks held (plus the one being acquired, on top, during a lock call);
+ * it may exceed RQSPIN_NR_HELD, and locks pushed past the table are not
+ * recorded ("untracked"). The table stays exact for any unlock order: an
+ * unlock removes the lock's own entry and closes the gap. A NULL entry
+ * below cnt stands for an untracked lock that moved down after an
+ * out-of-order unlock (held, identity unknown). Entries equal to
+ * RQSPIN__HELD_RELEASED were released by another thread (cross-thread
+ * unlock) and are dropped lazily.
+ */
 struct rqspin_held_locks {
-	uint32_t cnt; /* may exceed RQSPIN_NR_HELD; entries past it are untracked */
+	uint32_t cnt;
 	uint32_t pad_;
 	const void *locks[RQSPIN_NR_HELD];
 };
+
+/* Marks an entry whose lock another thread released (see above). */
+#define RQSPIN__HELD_RELEASED ((const void *)1)
 
 /*
  * The per-thread record the fast paths touch. It is the first member of
@@ -146,15 +170,6 @@ static inline void rqspin__count_fast(void)
 /* Misuse reports (abort with a message). Used by debug builds. */
 RQSPIN_API __attribute__((noreturn, cold)) void
 rqspin__misuse(const char *what, const void *lock);
-
-/* ThreadSanitizer does not see through hand-written atomics; annotate. */
-#if defined(__SANITIZE_THREAD__)
-#define RQSPIN__TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RQSPIN__TSAN 1
-#endif
-#endif
 
 /* rqspinlock is owner-unlocked: it uses TSan's mutex annotations (as
  * try-locks, so TSan's own lock-order checker stays out of deadlocks the

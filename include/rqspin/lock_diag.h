@@ -39,6 +39,11 @@ struct rqspin_lock_stats {
 	uint64_t slots_in_use;    /* threads holding a registry slot now */
 	uint64_t slots_high_water;/* slots ever mapped (bounded by peak concurrency) */
 	uint64_t slot_limit;      /* capacity; threads past it use the no-node path */
+	/* cost of the resilient checks */
+	uint64_t deadlock_checks; /* ABBA/cycle searches through the held tables (only
+				   * by waiters that hold another lock) */
+	uint64_t stall_checks;    /* deadlines passed: the owner's scheduling state was read */
+	uint64_t deadline_extended; /* of those, owner runnable but not running: wait goes on */
 };
 
 /* Fill *out. Async-signal-safe (reads only). */

@@ -66,44 +66,58 @@ typedef struct rqspinlock {
 
 /* ABI for the inline functions below (the held entry is already pushed). */
 RQSPIN_API int rqspin__lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns);
-RQSPIN_API void rqspin__held_remove(struct rqspin__thread_hot *self, const void *lock);
+/* Push when the table is full (cnt >= RQSPIN_NR_HELD). */
+RQSPIN_API void rqspin__held_push_full(struct rqspin__thread_hot *self, const void *lock);
+/* Drop the entry of a lock whose acquisition failed (trylock). */
+RQSPIN_API void rqspin__held_pop_slow(struct rqspin__thread_hot *self, const void *lock);
+/* Unlock of a lock that is not the top entry: out of order, untracked, or
+ * taken by another thread. Does the release store itself. */
+RQSPIN_API void rqspin__unlock_slow(struct rqspin__thread_hot *self, void *lock);
 
 static inline void rqspin__held_push(struct rqspin__thread_hot *self, const void *lock)
 {
 	uint32_t cnt = __atomic_load_n(&self->held.cnt, __ATOMIC_RELAXED);
 
+	if (RQSPIN__UNLIKELY(cnt >= RQSPIN_NR_HELD)) {
+		rqspin__held_push_full(self, lock);
+		return;
+	}
 	/* Only this thread and its own signal handlers write the table. A
 	 * handler that runs between the load and the store pushes and pops
 	 * its own entries and leaves cnt as it found it, so a plain
 	 * load/store pair is enough (no RMW). The count must be published
 	 * to our handlers before the entry is written, else a handler could
 	 * take the same index and clear it on its way out: the signal fence
-	 * is that compiler barrier. Remote readers only look below cnt and
-	 * tolerate stale entries, so relaxed ordering suffices for them. */
+	 * is that compiler barrier. Remote readers tolerate a stale or
+	 * missing top entry (deadlock checks read twice), so relaxed suffices
+	 * for them. */
 	__atomic_store_n(&self->held.cnt, cnt + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (RQSPIN__LIKELY(cnt < RQSPIN_NR_HELD))
-		__atomic_store_n(&self->held.locks[cnt], lock, __ATOMIC_RELAXED);
+	__atomic_store_n(&self->held.locks[cnt], lock, __ATOMIC_RELAXED);
+	/* The entry must be in place before the acquiring CAS, for a handler
+	 * that lands right after it (AA): a relaxed store may otherwise sink
+	 * below the CAS's acquire. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
-static inline void rqspin__held_pop(struct rqspin__thread_hot *self, const void *lock)
+/* Drop the top entry, lock, when it is on top (the common LIFO case);
+ * anything else goes out of line. */
+static inline bool rqspin__held_pop_top(struct rqspin__thread_hot *self, const void *lock)
 {
 	uint32_t cnt = __atomic_load_n(&self->held.cnt, __ATOMIC_RELAXED);
 
-	if (RQSPIN__UNLIKELY(cnt == 0 || (cnt <= RQSPIN_NR_HELD &&
-					  __atomic_load_n(&self->held.locks[cnt - 1],
-							  __ATOMIC_RELAXED) != lock))) {
-		rqspin__held_remove(self, lock); /* out of order, or not held */
-		return;
-	}
-	if (cnt <= RQSPIN_NR_HELD)
-		__atomic_store_n(&self->held.locks[cnt - 1], (const void *)0, __ATOMIC_RELAXED);
+	/* cnt - 1 < NR_HELD: 1 <= cnt <= NR_HELD, so the top is tracked. */
+	if (RQSPIN__UNLIKELY(cnt - 1 >= RQSPIN_NR_HELD ||
+			     __atomic_load_n(&self->held.locks[cnt - 1], __ATOMIC_RELAXED) != lock))
+		return false;
+	__atomic_store_n(&self->held.locks[cnt - 1], (const void *)0, __ATOMIC_RELAXED);
 	/* Mirror of push: the entry is cleared before our handlers can see
 	 * the index as free. No hardware barrier: the kernel's final unlock
-	 * accepts that a remote reader may briefly see a stale entry (a rare
-	 * false ABBA between threads that were about to deadlock anyway). */
+	 * accepts that a remote reader may briefly see a stale entry (its
+	 * checks read twice and require the lock to be busy). */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&self->held.cnt, cnt - 1, __ATOMIC_RELAXED);
+	return true;
 }
 
 /*
@@ -176,32 +190,47 @@ RQSPIN_MUST_CHECK static inline bool rqspin_trylock(rqspinlock_t *lock)
 		RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY);
 		return true;
 	}
-	rqspin__held_pop(self, lock);
+	if (!rqspin__held_pop_top(self, lock))
+		rqspin__held_pop_slow(self, lock);
 	RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY_FAILED);
 	return false;
 }
 
 /*
- * Release a lock the calling thread acquired (0 or -EOWNERDEAD). Unlike
- * qspinlock, an rqspinlock must be released by the thread that took it
- * (its held table tracks it). Debug builds abort on an unlock of a lock
- * that is not held or out of LIFO order. Async-signal-safe.
+ * Release a lock (acquired with 0 or -EOWNERDEAD). The usual caller is the
+ * thread that took it, in any order (LIFO is cheapest); another thread may
+ * release it too (its held entry is dropped from the owner's table). Debug
+ * builds (RQSPIN_DEBUG) abort on NULL and on a lock that is not locked.
+ * Async-signal-safe; a signal handler releases only locks it took itself.
  */
 static inline void rqspin_unlock(rqspinlock_t *lock)
 {
 	struct rqspin__thread_hot *self = rqspin__self();
+	uint32_t cnt;
 
 #if RQSPIN_DEBUG
 	if (!lock || __atomic_load_n(&lock->w.b.locked, __ATOMIC_RELAXED) == 0)
 		rqspin__misuse("rqspin_unlock: lock is not held", lock);
 #endif
 	RQSPIN__TSAN_PRE_UNLOCK(lock);
-	/* release: publishes the critical section to the next acquirer. The
-	 * store comes before the table update (kernel, Nov 2025): a handler
-	 * landing in between sees the lock in our table as held although it
-	 * is free, and gets a (harmless) -EDEADLK instead of a timeout. */
-	__atomic_store_n(&lock->w.b.locked, 0, __ATOMIC_RELEASE);
-	rqspin__held_pop(self, lock);
+	cnt = __atomic_load_n(&self->held.cnt, __ATOMIC_RELAXED);
+	if (RQSPIN__LIKELY(cnt - 1 < RQSPIN_NR_HELD &&
+			   __atomic_load_n(&self->held.locks[cnt - 1], __ATOMIC_RELAXED) == lock)) {
+		/* release: publishes the critical section to the next
+		 * acquirer. The store comes before the table update (kernel,
+		 * Nov 2025): a handler landing in between sees the lock in
+		 * our table as held although it is free, and gets a harmless
+		 * -EDEADLK; the other order would let it spin on a lock its
+		 * own thread holds. The signal fence keeps the relaxed table
+		 * stores below the release store. */
+		__atomic_store_n(&lock->w.b.locked, 0, __ATOMIC_RELEASE);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		__atomic_store_n(&self->held.locks[cnt - 1], (const void *)0, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		__atomic_store_n(&self->held.cnt, cnt - 1, __ATOMIC_RELAXED);
+	} else {
+		rqspin__unlock_slow(self, lock);
+	}
 	RQSPIN__TSAN_POST_UNLOCK(lock);
 }
 

@@ -6,8 +6,7 @@
 
 /* Does lock keep its waiters waiting? Held, or its pending bit taken: a
  * pending waiter stuck in one of its own signal handlers blocks the queue
- * as surely as a holder (its table lists the lock below the handler's
- * attempt, so find_holder finds it). An owner-dead lock blocks nobody. */
+ * as surely as a holder. An owner-dead lock blocks nobody. */
 static bool lock_is_busy(const void *lock)
 {
 	const union rqspin__word *w = lock;
@@ -16,31 +15,65 @@ static bool lock_is_busy(const void *lock)
 	return (val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL || (val & RQSPIN__PENDING_MASK);
 }
 
-/* The thread holding lock: a live slot whose table has lock below its top
- * entry (the top entry is the holder's own attempt). */
-static const struct rqspin_thread *find_holder(const void *lock)
+static inline bool slot_in(const struct rqspin_slot *s, uint32_t state)
 {
-	uint32_t n = registry_high_water();
-	uint32_t i;
+	return atomic_load_explicit(&s->state, memory_order_relaxed) == state;
+}
+
+/* Does t hold lock, as far as its table tells? */
+static inline bool holds(const struct rqspin_thread *t, const void *lock)
+{
+	return held_by(t, lock, held_waiting_for(t) == lock);
+}
+
+/* A thread in the given slot state, other than self, that holds lock. The
+ * count is read first: most slots hold nothing, and the scan then touches
+ * one cache line per slot. */
+static const struct rqspin_thread *find_holder_in(const struct rqspin_thread *self,
+						  const void *lock, uint32_t state)
+{
+	uint32_t n = registry_high_water(), i;
 
 	for (i = 0; i < n; i++) {
 		const struct rqspin_slot *s = registry_slot(i);
-		uint32_t cnt;
 
-		if (!s || atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_USED)
+		if (!s || &s->t == self || held_count(&s->t) == 0 || !slot_in(s, state))
 			continue;
-		cnt = held_count(&s->t);
-		if (cnt >= 2 && held_contains(&s->t, cnt, lock))
+		if (holds(&s->t, lock))
 			return &s->t;
 	}
 	return NULL;
 }
 
-/* One walk. Returns the length of the cycle found (the chain closes on
- * chain->thread[n - len]), or 0. */
+const struct rqspin_thread *deadlock_holder(const struct rqspin_thread *self, const void *lock)
+{
+	return find_holder_in(self, lock, SLOT_USED);
+}
+
+const struct rqspin_thread *deadlock_waiter(const struct rqspin_thread *self, const void *lock,
+					    uint32_t state, uint32_t role)
+{
+	uint32_t n = registry_high_water(), i;
+
+	for (i = 0; i < n; i++) {
+		const struct rqspin_slot *s = registry_slot(i);
+
+		if (!s || &s->t == self || held_waiting_for(&s->t) != lock || !slot_in(s, state))
+			continue;
+		if (role == ROLE_NONE || atomic_load_explicit(&s->t.role, memory_order_relaxed) == role)
+			return &s->t;
+	}
+	return NULL;
+}
+
+const struct rqspin_thread *deadlock_ghost_holder(const void *lock)
+{
+	return find_holder_in(NULL, lock, SLOT_GHOST);
+}
+
+/* One walk. Returns the length of the cycle through self, or 0. */
 static unsigned walk(const struct rqspin_thread *self, const void *lock, struct deadlock_chain *c)
 {
-	uint32_t self_cnt = held_count(self);
 	const void *cur = lock;
 	unsigned k;
 
@@ -49,40 +82,42 @@ static unsigned walk(const struct rqspin_thread *self, const void *lock, struct 
 	c->waits[0] = lock;
 	while (c->n < RQSPIN_REPORT_MAX_CYCLE) {
 		const struct rqspin_thread *h;
-		uint32_t cnt;
 		const void *next;
 
 		if (!lock_is_busy(cur))
 			return 0;
-		h = find_holder(cur);
-		if (!h || h == self)
-			return 0; /* (self: AA, reported elsewhere) */
+		h = deadlock_holder(self, cur);
+		if (!h)
+			return 0;
+		/* A cycle that does not pass through us is not ours to
+		 * break: its members find it themselves. */
 		for (k = 1; k < c->n; k++)
 			if (c->thread[k] == h)
-				return c->n - k; /* a cycle ahead of us */
-		cnt = held_count(h);
-		/* Past the tracked entries the holder's attempt is unknown. */
-		if (cnt < 2 || cnt > RQSPIN_NR_HELD)
-			return 0;
-		next = held_entry(h, cnt - 1);
+				return 0;
+		next = held_waiting_for(h);
 		if (!next)
-			return 0;
+			return 0; /* h runs: it will release */
 		c->thread[c->n] = h;
 		c->waits[c->n] = next;
 		c->n++;
-		if (held_contains(self, self_cnt, next))
+		if (held_by(self, next, next == lock))
 			return c->n; /* back to us */
 		cur = next;
 	}
 	return 0;
 }
 
-int deadlock_find(const struct rqspin_thread *self, const void *lock,
-		  struct deadlock_chain *chain)
+int deadlock_find(struct rqspin_thread *self, const void *lock, struct deadlock_chain *chain)
 {
 	struct deadlock_chain c1, c2;
-	unsigned len = walk(self, lock, &c1), k;
+	unsigned len, k;
 
+	/* A thread that holds no lock is in no cycle: the search is skipped,
+	 * which keeps it off every single-lock workload. */
+	if (!held_holds_any(self, true))
+		return 0;
+	stat_inc(&self->stats.deadlock_checks);
+	len = walk(self, lock, &c1);
 	if (len < 2 || walk(self, lock, &c2) != len || c2.n != c1.n)
 		return 0;
 	for (k = 0; k < c1.n; k++)
@@ -103,6 +138,9 @@ void report_fill_thread(struct rqspin_report_thread *out, const struct rqspin_th
 	out->tid = atomic_load_explicit(&t->tid, memory_order_relaxed);
 	out->waits_for = waits_for;
 	out->nheld = cnt;
-	for (i = 0; i < RQSPIN_NR_HELD; i++)
-		out->held[i] = i < n ? held_entry(t, i) : NULL;
+	for (i = 0; i < RQSPIN_NR_HELD; i++) {
+		const void *e = i < n ? held_entry(t, i) : NULL;
+
+		out->held[i] = e == RQSPIN__HELD_RELEASED ? NULL : e;
+	}
 }

@@ -16,26 +16,34 @@ struct deadlock_chain {
 };
 
 /*
- * Can waiting for lock ever succeed? Follows holders: the thread holding
- * lock, the lock that thread waits for (the top entry of its table), that
- * lock's holder, and so on, for up to RQSPIN_REPORT_MAX_CYCLE threads.
+ * Is the caller, waiting for lock, part of a deadlock cycle? Follows
+ * holders: the thread holding lock, the lock that thread waits for (its
+ * waiting_for), that lock's holder, and so on, for up to
+ * RQSPIN_REPORT_MAX_CYCLE threads, until the chain comes back to a lock
+ * the caller holds.
  *
- * Returns RQSPIN_EV_ABBA or RQSPIN_EV_CYCLE (by the cycle's length) when
- * the chain closes: either back on self (self is in the cycle), or on a
- * thread further along — then self waits behind a cycle of threads that
- * will never release (typically queued waiters behind other heads, which
- * do not check for deadlocks themselves), and failing self with -EDEADLK
- * lets a member of that cycle reach the front of its queue and break it.
- * Returns 0 when there is no cycle or the result is inconclusive; fills
- * *chain (may be NULL) on a find.
+ * Only cycles through the caller count: a bystander queued behind a cycle
+ * never fails; the members find the cycle themselves, since every cycle is
+ * closed by the last member to start waiting, and each waiter searches
+ * before it waits (after a full fence that follows its attempt entry, so
+ * of two members that start to wait at once, at least one sees the other).
+ * A caller that holds no other lock is in no cycle: returns 0 at once.
  *
- * The tables are read without locks, so a result can be stale; the chain
- * is walked twice and must agree, and both walks require each lock to be
- * busy (held or pending) when read. A rare false positive between threads that were
- * about to deadlock is accepted, as in the kernel.
+ * Returns RQSPIN_EV_ABBA or RQSPIN_EV_CYCLE (by the cycle's length), or 0
+ * when there is no cycle or the result is inconclusive; fills *chain (may
+ * be NULL) on a find. The tables are read without locks, so the chain is
+ * walked twice and must agree, and each lock must be busy when read.
  */
-int deadlock_find(const struct rqspin_thread *self, const void *lock,
-		  struct deadlock_chain *chain);
+int deadlock_find(struct rqspin_thread *self, const void *lock, struct deadlock_chain *chain);
+
+/* A live thread other than self whose table says it holds lock, or NULL. */
+const struct rqspin_thread *deadlock_holder(const struct rqspin_thread *self, const void *lock);
+/* A thread in slot state `state`, other than self, waiting for lock in
+ * role `role` (ROLE_NONE: any role), or NULL. */
+const struct rqspin_thread *deadlock_waiter(const struct rqspin_thread *self, const void *lock,
+					    uint32_t state, uint32_t role);
+/* A thread that vanished in fork() and still holds lock, or NULL. */
+const struct rqspin_thread *deadlock_ghost_holder(const void *lock);
 
 /* Copy t's identity and table into a report entry. */
 void report_fill_thread(struct rqspin_report_thread *out, const struct rqspin_thread *t,

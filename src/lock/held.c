@@ -1,19 +1,220 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Held-lock tables: exact bookkeeping for any unlock order, cross-thread
+ * unlocks, and the checks other threads make on them.
+ *
+ * Who writes a table: its thread, and that thread's signal handlers, which
+ * run to completion on top of whatever the thread was doing. A handler
+ * pushes above the interrupted code's entries and pops back to them before
+ * it returns, so it never disturbs an outer operation, with one care: an
+ * outer slow operation that moves entries (table_busy) must not see them
+ * rewritten under it, so handlers leave the entries below them alone then.
+ * Other threads never write a table; a cross-thread unlock posts the lock
+ * in the owner's `released` cells, and the owner drops the entry later.
+ *
+ * Entry states, at index i < min(cnt, RQSPIN_NR_HELD):
+ *
+ *   lock pointer ──(unlock by this thread)──────────> removed, gap closed
+ *        │
+ *        └──(another thread unlocks: cell posted)──> still there, but every
+ *              reader subtracts posted cells ──(owner drains)──> RELEASED
+ *   RELEASED ──(reaches the top)──> trimmed
+ *   NULL: an untracked lock that moved below the table's top after an
+ *         out-of-order unlock (held; identity unknown)
+ */
 #include <stddef.h>
 
 #include <rqspin/rqspinlock.h>
 
 #include "lock/held.h"
 
-bool held_contains(const struct rqspin_thread *t, uint32_t cnt, const void *lock)
+static inline uint32_t tracked(uint32_t cnt)
 {
-	uint32_t n = cnt <= RQSPIN_NR_HELD ? (cnt ? cnt - 1 : 0) : RQSPIN_NR_HELD;
-	uint32_t i;
+	return cnt < RQSPIN_NR_HELD ? cnt : RQSPIN_NR_HELD;
+}
+
+static inline void set_entry(struct rqspin_thread *t, uint32_t i, const void *v)
+{
+	__atomic_store_n(&t->hot.held.locks[i], v, __ATOMIC_RELAXED);
+}
+
+static inline void set_count(struct rqspin_thread *t, uint32_t cnt)
+{
+	__atomic_store_n(&t->hot.held.cnt, cnt, __ATOMIC_RELAXED);
+}
+
+/* Cells of t that name lock: releases by other threads not yet dropped. */
+static uint32_t posted(const struct rqspin_thread *t, const void *lock)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < RELEASED_CELLS; i++)
+		/* acquire: pairs with the owner's release when it clears a
+		 * cell after marking the entry RELEASED, so a reader that
+		 * finds the cell empty then reads the mark, not the lock. */
+		if (atomic_load_explicit(&t->released[i], memory_order_acquire) == lock)
+			n++;
+	return n;
+}
+
+bool held_by(const struct rqspin_thread *t, const void *lock, bool attempt)
+{
+	uint32_t cnt = held_count_acquire(t);
+	uint32_t n = tracked(cnt), i, entries = 0, p;
 
 	for (i = 0; i < n; i++)
 		if (held_entry(t, i) == lock)
-			return true;
-	return false;
+			entries++;
+	/* The attempt is the newest entry for lock, and not a hold; past
+	 * the table it was never recorded. */
+	if (attempt && entries && cnt <= RQSPIN_NR_HELD)
+		entries--;
+	if (!entries)
+		return false;
+	p = posted(t, lock);
+	return entries > p;
+}
+
+bool held_holds_any(const struct rqspin_thread *t, bool attempt)
+{
+	uint32_t cnt = held_count(t);
+	uint32_t n = tracked(cnt), i, live = 0;
+
+	if (cnt > RQSPIN_NR_HELD)
+		return true;
+	for (i = 0; i < n; i++) {
+		const void *e = held_entry(t, i);
+
+		if (e != RQSPIN__HELD_RELEASED)
+			live++;
+	}
+	if (attempt && live)
+		live--;
+	/* Posted releases make this an over-estimate: the answer only
+	 * decides whether a deadlock search is worth making. */
+	return live > 0;
+}
+
+/* Close the gap at i; the table has cnt entries. */
+static void remove_at(struct rqspin_thread *self, uint32_t i, uint32_t cnt)
+{
+	uint32_t n = tracked(cnt);
+	uint32_t busy = self->table_busy;
+
+	self->table_busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	/* Copy down before clearing: every held lock stays in the table at
+	 * all times (a handler landing here may see one twice, never not). */
+	for (; i + 1 < n; i++)
+		set_entry(self, i, held_entry(self, i + 1));
+	/* Past the table, the next untracked lock moves into the last entry:
+	 * held, identity unknown (NULL). Otherwise the entry is now free. */
+	set_entry(self, n - 1, NULL);
+	atomic_signal_fence(memory_order_seq_cst);
+	set_count(self, cnt - 1);
+	atomic_signal_fence(memory_order_seq_cst);
+	self->table_busy = busy;
+}
+
+/* Drop RELEASED entries that have reached the top. Only the top moves, so
+ * this is safe in a handler unless an outer operation moves entries. */
+static void trim(struct rqspin_thread *self)
+{
+	uint32_t cnt = held_count(self);
+
+	if (self->table_busy)
+		return;
+	while (cnt && cnt <= RQSPIN_NR_HELD && held_entry(self, cnt - 1) == RQSPIN__HELD_RELEASED) {
+		set_entry(self, cnt - 1, NULL);
+		atomic_signal_fence(memory_order_seq_cst);
+		set_count(self, --cnt);
+		atomic_signal_fence(memory_order_seq_cst);
+	}
+}
+
+/* Turn entries whose locks other threads released into RELEASED marks,
+ * the oldest matching entry for each cell. In place, one store each, so a
+ * handler may do it as long as no outer operation moves entries. */
+void held_drain(struct rqspin_thread *self)
+{
+	uint32_t c, i, n;
+
+	if (self->table_busy)
+		return;
+	for (c = 0; c < RELEASED_CELLS; c++) {
+		const void *lock = atomic_load_explicit(&self->released[c], memory_order_relaxed);
+
+		if (!lock)
+			continue;
+		n = tracked(held_count(self));
+		for (i = 0; i < n; i++) {
+			/* Not the lock we are acquiring right now: that post
+			 * was for an untracked hold of it. */
+			if (i + 1 == held_count(self) && held_waiting_for(self) == lock)
+				break;
+			if (held_entry(self, i) == lock) {
+				set_entry(self, i, RQSPIN__HELD_RELEASED);
+				break;
+			}
+		}
+		/* release: the mark is visible before the cell empties (see
+		 * posted()); the signal fence is the same for our handlers. */
+		atomic_signal_fence(memory_order_seq_cst);
+		atomic_store_explicit(&self->released[c], NULL, memory_order_release);
+	}
+	trim(self);
+}
+
+void rqspin__held_push_full(struct rqspin__thread_hot *hot, const void *lock)
+{
+	struct rqspin_thread *self = (struct rqspin_thread *)hot;
+	uint32_t cnt;
+
+	held_drain(self);
+	cnt = held_count(self);
+	set_count(self, cnt + 1);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (cnt < RQSPIN_NR_HELD)
+		set_entry(self, cnt, lock);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* Index of the newest tracked entry equal to v, or -1. */
+static int find_newest(const struct rqspin_thread *t, uint32_t cnt, const void *v)
+{
+	uint32_t i = tracked(cnt);
+
+	while (i-- > 0)
+		if (held_entry(t, i) == v)
+			return (int)i;
+	return -1;
+}
+
+/* Drop this thread's entry for lock. Returns false when lock is not this
+ * thread's as far as the table can tell (no entry, nothing untracked). */
+static bool own_remove(struct rqspin_thread *self, const void *lock)
+{
+	uint32_t cnt = held_count(self);
+	int i = find_newest(self, cnt, lock);
+
+	if (i < 0 && cnt > RQSPIN_NR_HELD) {
+		/* One of the untracked locks above the table. */
+		set_count(self, cnt - 1);
+		atomic_signal_fence(memory_order_seq_cst);
+		return true;
+	}
+	if (i < 0)
+		i = find_newest(self, cnt, NULL); /* an untracked one that moved down */
+	if (i < 0)
+		return false;
+	remove_at(self, (uint32_t)i, cnt);
+	trim(self);
+	return true;
+}
+
+void rqspin__held_pop_slow(struct rqspin__thread_hot *hot, const void *lock)
+{
+	(void)own_remove((struct rqspin_thread *)hot, lock);
 }
 
 void held_release_entry(struct rqspin_thread *self)
@@ -23,65 +224,101 @@ void held_release_entry(struct rqspin_thread *self)
 	if (cnt == 0)
 		return;
 	if (cnt <= RQSPIN_NR_HELD)
-		__atomic_store_n(&self->hot.held.locks[cnt - 1], NULL, __ATOMIC_RELAXED);
-	/* release fence: the NULL store above is ordered before the count
-	 * store below for every thread that reads the count (and then the
-	 * entries) — the kernel's smp_wmb in release_held_lock_entry. */
+		set_entry(self, cnt - 1, NULL);
+	/* release fence: the NULL store is ordered before the count store
+	 * for remote readers, whose acquire (held_count_acquire) pairs with
+	 * it: a reader that sees the count reused for a new lock does not
+	 * see this stale entry there. The kernel's smp_wmb. */
 	atomic_thread_fence(memory_order_release);
-	__atomic_store_n(&self->hot.held.cnt, cnt - 1, __ATOMIC_RELAXED);
+	set_count(self, cnt - 1);
+	atomic_signal_fence(memory_order_seq_cst);
+	trim(self);
 }
 
-/* Unlock of a lock that is not the top entry: LIFO was not kept, or the
- * lock is not in the table at all. Remove the newest matching entry and
- * close the gap; a lock not found is left alone (it was not taken by this
- * thread, or is beyond the tracked entries). */
-void rqspin__held_remove(struct rqspin__thread_hot *hot, const void *lock)
+/* Another live thread whose table says it holds lock (not as the lock it
+ * is waiting for), or NULL. */
+static struct rqspin_thread *foreign_owner(const struct rqspin_thread *self, const void *lock)
+{
+	uint32_t n = registry_high_water(), i;
+
+	for (i = 0; i < n; i++) {
+		struct rqspin_slot *s = registry_slot(i);
+
+		if (!s || &s->t == self || held_count(&s->t) == 0 ||
+		    atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_USED)
+			continue;
+		if (held_by(&s->t, lock, held_waiting_for(&s->t) == lock))
+			return &s->t;
+	}
+	return NULL;
+}
+
+static bool post_release(struct rqspin_thread *owner, const void *lock)
+{
+	uint32_t c;
+
+	for (c = 0; c < RELEASED_CELLS; c++) {
+		const void *expect = NULL;
+
+		/* relaxed: the release store of the lock word that follows
+		 * orders this post before the lock can be taken again. */
+		if (atomic_compare_exchange_strong_explicit(&owner->released[c], &expect, lock,
+							    memory_order_relaxed,
+							    memory_order_relaxed))
+			return true;
+	}
+	return false;
+}
+
+static inline void release_word(void *lock)
+{
+	/* release: publishes the critical section to the next acquirer. */
+	__atomic_store_n(&((union rqspin__word *)lock)->b.locked, 0, __ATOMIC_RELEASE);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+void rqspin__unlock_slow(struct rqspin__thread_hot *hot, void *lock)
 {
 	struct rqspin_thread *self = (struct rqspin_thread *)hot;
-	uint32_t cnt = held_count(self);
-	uint32_t n = cnt < RQSPIN_NR_HELD ? cnt : RQSPIN_NR_HELD;
-	uint32_t i;
+	struct rqspin_thread *owner;
 
-	for (i = n; i-- > 0;) {
-		if (held_entry(self, i) != lock)
-			continue;
-		/* A signal handler landing during the shift sees a duplicate
-		 * entry of a lock we hold anyway, and pushes above cnt. */
-		for (; i + 1 < n; i++)
-			__atomic_store_n(&self->hot.held.locks[i], held_entry(self, i + 1),
-					 __ATOMIC_RELAXED);
-		__atomic_store_n(&self->hot.held.locks[n - 1], NULL, __ATOMIC_RELAXED);
-		atomic_signal_fence(memory_order_seq_cst);
-		__atomic_store_n(&self->hot.held.cnt, cnt - 1, __ATOMIC_RELAXED);
+	held_drain(self);
+	if (find_newest(self, held_count(self), lock) >= 0) {
+		/* Ours, out of LIFO order. Store first, as in the inline
+		 * unlock: our handlers must never find the lock held by us
+		 * and missing from the table. */
+		release_word(lock);
+		(void)own_remove(self, lock);
 		return;
 	}
+	owner = self->slot == NO_SLOT ? NULL : foreign_owner(self, lock);
+	if (owner && post_release(owner, lock)) {
+		/* Taken by another thread: its entry is marked released
+		 * before the lock is free, so the owner, once it takes the
+		 * lock again, never mistakes the old entry for a hold. */
+		release_word(lock);
+		return;
+	}
+	/* Untracked (ours past the table, or nobody's table knows it). */
+	release_word(lock);
+	(void)own_remove(self, lock);
 }
 
-/* The thread is gone: whatever it still holds is abandoned. The lock
- * byte becomes RQSPIN__LOCKED_OWNER_DEAD so the next waiter takes the lock
- * over with -EOWNERDEAD instead of waiting for a timeout.
- *
- * At thread exit every entry is a held lock. In a forked child the thread
- * vanished mid-flight, and its top entry may be an attempt on a lock that
- * someone else holds; in the child that someone is either another vanished
- * thread (the lock is dead too) or the forking thread, keep_mine, whose
- * locks are spared (all of them must be tracked to know: with an
- * overflowed table, attempts are left alone). */
-void held_abandon(struct rqspin_thread *t, const struct rqspin_thread *keep_mine)
+/* The thread is gone: whatever it still holds is abandoned. The lock byte
+ * becomes RQSPIN__LOCKED_OWNER_DEAD so the next waiter takes the lock over
+ * with -EOWNERDEAD instead of waiting for a timeout. Only entries that are
+ * still holds count: released cells are subtracted first. */
+void held_abandon(struct rqspin_thread *t)
 {
 	uint32_t cnt = held_count(t);
-	uint32_t n = cnt < RQSPIN_NR_HELD ? cnt : RQSPIN_NR_HELD;
-	uint32_t i;
+	uint32_t n = tracked(cnt), i;
 
+	held_drain(t);
 	for (i = 0; i < n; i++) {
 		union rqspin__word *w = (union rqspin__word *)held_entry(t, i);
 		uint32_t val;
 
-		if (!w)
-			continue;
-		if (keep_mine && i == cnt - 1 &&
-		    (held_count(keep_mine) > RQSPIN_NR_HELD ||
-		     held_contains(keep_mine, held_count(keep_mine) + 1, w)))
+		if (!w || (const void *)w == RQSPIN__HELD_RELEASED)
 			continue;
 		val = __atomic_load_n(&w->val, __ATOMIC_RELAXED);
 		/* release: whatever the dead thread wrote under the lock is
@@ -91,18 +328,16 @@ void held_abandon(struct rqspin_thread *t, const struct rqspin_thread *keep_mine
 							(val & ~RQSPIN__LOCKED_MASK) |
 								RQSPIN__LOCKED_OWNER_DEAD,
 							1, __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-				/* At thread exit we run on the owner: tell TSan
-				 * it let go, so the takeover is no double lock. */
-				if (!keep_mine) {
-					RQSPIN__TSAN_PRE_UNLOCK(w);
-					RQSPIN__TSAN_POST_UNLOCK(w);
-				}
+				/* We run on the owner: tell TSan it let go, so
+				 * the takeover is no double lock. */
+				RQSPIN__TSAN_PRE_UNLOCK(w);
+				RQSPIN__TSAN_POST_UNLOCK(w);
 				break;
 			}
 		}
-		__atomic_store_n(&t->hot.held.locks[i], NULL, __ATOMIC_RELAXED);
+		set_entry(t, i, NULL);
 	}
-	__atomic_store_n(&t->hot.held.cnt, 0, __ATOMIC_RELAXED);
+	set_count(t, 0);
 }
 
 const struct rqspin_held_locks *rqspin_held_locks(void)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Held-lock tables: AA checks and bookkeeping (rqspinlock only). */
+/* Held-lock tables: AA checks and bookkeeping (rqspinlock only). See held.c
+ * for who writes a table and the states of its entries. */
 #ifndef RQSPIN_HELD_H
 #define RQSPIN_HELD_H
 
@@ -8,11 +9,19 @@
 
 #include "lock/registry.h"
 
-/* Entries [0, n) of t's table are locks t holds (or, for the top entry
- * when t is acquiring, the lock it waits for); see held_tracked(). */
 static inline uint32_t held_count(const struct rqspin_thread *t)
 {
 	return __atomic_load_n(&t->hot.held.cnt, __ATOMIC_RELAXED);
+}
+
+/* For another thread's table: entries read after this see at least what
+ * the owner cleared before the count it stored (held_release_entry). */
+static inline uint32_t held_count_acquire(const struct rqspin_thread *t)
+{
+	uint32_t cnt = held_count(t);
+
+	atomic_thread_fence(memory_order_acquire);
+	return cnt;
 }
 
 static inline const void *held_entry(const struct rqspin_thread *t, uint32_t i)
@@ -20,21 +29,30 @@ static inline const void *held_entry(const struct rqspin_thread *t, uint32_t i)
 	return __atomic_load_n(&t->hot.held.locks[i], __ATOMIC_RELAXED);
 }
 
-/* Is lock among the locks t holds, not counting the top entry (t's
- * current attempt)? With more than RQSPIN_NR_HELD locks the attempt was
- * not recorded, so all recorded entries are held locks. */
-bool held_contains(const struct rqspin_thread *t, uint32_t cnt, const void *lock);
-
-/* AA: the calling thread already holds lock. */
-static inline bool held_aa(const struct rqspin_thread *self, const void *lock)
+static inline const void *held_waiting_for(const struct rqspin_thread *t)
 {
-	return held_contains(self, held_count(self), lock);
+	return atomic_load_explicit(&t->waiting_for, memory_order_relaxed);
 }
 
-/* Drop the top entry after a failed acquisition. The entry is cleared
- * and a release fence orders that before the count update, so a remote
- * thread cannot see the count reused for a new lock while this stale
- * entry is still visible (a false ABBA; the kernel's smp_wmb). */
+/* Does t's table say t holds lock? attempt: t's top entry for lock is the
+ * acquisition in progress, not a hold. Cross-thread releases posted to t
+ * are subtracted. Untracked holds (past the table) are invisible. */
+bool held_by(const struct rqspin_thread *t, const void *lock, bool attempt);
+
+/* Might t hold any lock besides its attempt? (A thread that holds nothing
+ * is in no deadlock cycle.) */
+bool held_holds_any(const struct rqspin_thread *t, bool attempt);
+
+/* AA: the calling thread, acquiring lock, already holds it. */
+static inline bool held_aa(const struct rqspin_thread *self, const void *lock)
+{
+	return held_by(self, lock, true);
+}
+
+/* Drop the top entry after a failed acquisition. */
 void held_release_entry(struct rqspin_thread *self);
+
+/* Mark the entries other threads released (their posted cells). */
+void held_drain(struct rqspin_thread *self);
 
 #endif

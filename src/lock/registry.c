@@ -4,6 +4,7 @@
  * reset in a forked child. See registry.h.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -24,6 +25,8 @@ static _Atomic(struct rqspin_slot *) chunks[NCHUNKS];
 /* Slots handed out by bumping; may run past the limit (clamped on read). */
 static _Atomic uint32_t bump;
 static _Atomic uint32_t in_use;
+/* Set in a forked child whose parent had other threads. */
+static _Atomic bool ghosts;
 static pthread_key_t exit_key;
 static bool exit_key_ok;
 
@@ -50,6 +53,11 @@ uint32_t registry_high_water(void)
 uint32_t registry_in_use(void)
 {
 	return atomic_load_explicit(&in_use, memory_order_relaxed);
+}
+
+bool registry_has_ghosts(void)
+{
+	return atomic_load_explicit(&ghosts, memory_order_relaxed);
 }
 
 /* Map chunk c if nobody has. mmap is async-signal-safe; racing mappers
@@ -117,9 +125,22 @@ static struct rqspin_slot *slot_claim(void)
 
 struct rqspin__thread_hot *rqspin__self_slow(void)
 {
-	struct rqspin_slot *s = slot_claim();
+	struct rqspin_slot *s;
 	struct rqspin_thread *t;
+	sigset_t all, old;
 
+	/* Registration runs with signals blocked: a handler that lands
+	 * between the claim and the TLS store below would see no record and
+	 * claim a second slot, which nobody would ever free. (First call of
+	 * each thread only; pthread_sigmask is async-signal-safe.) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (rqspin__tls_self) {
+		/* A handler registered us before we blocked signals. */
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		return rqspin__tls_self;
+	}
+	s = slot_claim();
 	if (s) {
 		t = &s->t;
 		atomic_fetch_add_explicit(&in_use, 1, memory_order_relaxed);
@@ -136,6 +157,7 @@ struct rqspin__thread_hot *rqspin__self_slow(void)
 	 * signal handler. */
 	if (exit_key_ok)
 		pthread_setspecific(exit_key, t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return &t->hot;
 }
 
@@ -153,6 +175,11 @@ static void slot_reset(struct rqspin_slot *s)
 		__atomic_store_n(&s->t.hot.held.locks[i], NULL, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->t.hot.held.cnt, 0, __ATOMIC_RELAXED);
 	s->t.nesting = 0;
+	s->t.table_busy = 0;
+	atomic_store_explicit(&s->t.waiting_for, NULL, memory_order_relaxed);
+	atomic_store_explicit(&s->t.role, ROLE_NONE, memory_order_relaxed);
+	for (i = 0; i < RELEASED_CELLS; i++)
+		atomic_store_explicit(&s->t.released[i], NULL, memory_order_relaxed);
 	for (i = 0; i < MCS_MAX_NODES; i++) {
 		atomic_store_explicit(&s->nodes[i].next, NULL, memory_order_relaxed);
 		atomic_store_explicit(&s->nodes[i].locked, MCS_WAIT, memory_order_relaxed);
@@ -163,7 +190,7 @@ static void thread_exit(void *arg)
 {
 	struct rqspin_thread *t = arg;
 
-	held_abandon(t, NULL);
+	held_abandon(t);
 	stats_retire(t);
 	rqspin__tls_self = NULL;
 	if (t->slot == NO_SLOT) {
@@ -180,10 +207,13 @@ static void thread_exit(void *arg)
 
 /* In a forked child only the forking thread exists. The other threads'
  * slots become ghosts: their MCS nodes may sit in lock queues that the
- * child inherited, so the memory is never handed to a new thread (a new
- * waiter that links behind a ghost sees it and leaves with -ETIMEDOUT
- * instead of waiting for a hand-off that cannot come). rqspinlocks they
- * held become owner-dead. A ghost costs one slot per vanished thread. */
+ * child inherited, so the memory is never handed to a new thread, and
+ * their held tables, roles and waits stay as they were, for the child's
+ * waiters to read. fork() writes no lock word: a lock in MAP_SHARED memory
+ * may belong to the parent's threads, which are alive. What the ghosts
+ * left in a lock (held byte, pending bit, queue) is found and repaired by
+ * a child thread when it waits on that lock (slowpath.c). A ghost costs
+ * one slot per vanished thread. */
 static void atfork_child(void)
 {
 	struct rqspin_thread *me = (struct rqspin_thread *)rqspin__tls_self;
@@ -203,11 +233,11 @@ static void atfork_child(void)
 		}
 		if (atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_USED)
 			continue;
-		held_abandon(&s->t, me);
 		stats_retire(&s->t);
 		memset(&s->t.stats, 0, sizeof(s->t.stats));
 		__atomic_store_n(&s->t.hot.fast_acquired, 0, __ATOMIC_RELAXED);
 		atomic_store_explicit(&s->state, SLOT_GHOST, memory_order_relaxed);
+		atomic_store_explicit(&ghosts, true, memory_order_relaxed);
 	}
 	if (me && me->slot == NO_SLOT)
 		atomic_store_explicit(&me->tid, (pid_t)syscall(SYS_gettid), memory_order_relaxed);

@@ -47,17 +47,38 @@ struct mcs_node {
 struct thread_stats {
 	uint64_t pending, queued, stolen, parked, yielded, nonode;
 	uint64_t aa, abba, cycle, nest_fail, timeout, owner_dead;
+	uint64_t deadlock_checks, stall_checks, deadline_extended;
 };
 
 /* The per-thread record. Slotted threads have one inside a slot; threads
  * past the slot limit use a thread-local one that nobody else can see. */
+/* Cross-thread unlocks waiting to be dropped from the owner's table: one
+ * cell per table entry, so a post always finds a free cell. */
+#define RELEASED_CELLS RQSPIN_NR_HELD
+
 struct rqspin_thread {
 	struct rqspin__thread_hot hot; /* first: rqspin__tls_self points here */
 	struct thread_stats stats;
 	uint32_t slot;     /* NO_SLOT for the thread-local fallback */
 	uint32_t nesting;  /* slow paths of this thread in progress (MCS node index) */
-	_Atomic pid_t tid; /* for reports */
+	_Atomic pid_t tid; /* for reports and the owner's scheduling state */
+	/* The lock this thread's innermost slow path waits for, or NULL.
+	 * Written by the thread (and its handlers, which restore it), read
+	 * by deadlock checks and cross-thread unlocks of other threads. */
+	_Atomic(const void *) waiting_for;
+	/* Non-zero while this thread moves entries of its table around; its
+	 * signal handlers then leave the table below them alone. */
+	uint32_t table_busy;
+	/* How the innermost slow path waits (enum wait_role), for the checks
+	 * of other threads: the pending waiter is the one a queue head waits
+	 * for when the lock is free. */
+	_Atomic uint32_t role;
+	/* Locks of this thread's table that other threads released (NULL =
+	 * free cell): posted by them, consumed by this thread. */
+	_Atomic(const void *) released[RELEASED_CELLS];
 };
+
+enum wait_role { ROLE_NONE = 0, ROLE_PENDING, ROLE_QUEUED, ROLE_HEAD, ROLE_NONODE };
 
 /* GHOST: the slot of a thread that did not survive a fork(). Its nodes
  * may still be linked into lock queues, so it is never reused. */
@@ -84,6 +105,8 @@ struct rqspin_slot *registry_slot(uint32_t i);
 /* Slots that may be in use are below this bound. */
 uint32_t registry_high_water(void);
 uint32_t registry_in_use(void);
+/* Slots left by threads that vanished in fork() (only in a forked child). */
+bool registry_has_ghosts(void);
 
 static inline uint32_t tail_encode(uint32_t slot, uint32_t idx)
 {
@@ -111,8 +134,7 @@ static inline void stat_inc(uint64_t *c)
 /* Counters of exited threads, folded in when they leave. */
 void stats_retire(const struct rqspin_thread *t);
 
-/* Thread exit: locks this thread still holds become "owner dead".
- * keep_mine (a forked child) spares locks the calling thread holds. */
-void held_abandon(struct rqspin_thread *t, const struct rqspin_thread *keep_mine);
+/* Thread exit: locks this thread still holds become "owner dead". */
+void held_abandon(struct rqspin_thread *t);
 
 #endif

@@ -8,8 +8,8 @@
  *
  * The algorithm is the kernel's queued spinlock (a pending bit for the
  * first waiter, then an MCS queue whose head spins on the lock word) with
- * the final upstream rqspinlock behaviour on top (see
- * shared/reference/kernel.md §1), and two userspace changes:
+ * the final upstream rqspinlock behaviour on top (docs/design.md, "Lock
+ * word"), and these userspace changes:
  *
  *  - waiting is staged (spin, then sleep or yield; see wait.h);
  *  - a running thread may take a free lock ahead of the queue ("steal")
@@ -18,7 +18,16 @@
  *    runs the queue is strictly FIFO, and the lock is stolen only in the
  *    gaps where the next head is still being woken. Without this, every
  *    hand-off on an oversubscribed machine would wait for a sleeping
- *    thread to be scheduled (the FIFO-lock collapse of DESIGN.md §4).
+ *    thread to be scheduled (the collapse of FIFO locks on busy machines);
+ *  - deadlock searches run before a waiter starts to wait and then on a
+ *    doubling schedule (10 us .. 1 ms), only by waiters that hold another
+ *    lock, and find only cycles through the waiter (deadlock.h);
+ *  - a passed deadline fails the wait only when the thread waited for is
+ *    blocked, stopped, or has run a whole budget of CPU time (stall.h):
+ *    preemption is not a stall;
+ *  - in a forked child, what vanished threads left in a lock word (held
+ *    byte, pending bit, queue) is found and repaired by the child thread
+ *    that waits on that lock, never by fork itself.
  *
  * Lock word transitions, as (tail, pending, locked):
  *   fast path         (0,0,0) -> (0,0,1)
@@ -53,9 +62,14 @@
 #include "lock/held.h"
 #include "lock/registry.h"
 #include "lock/report.h"
+#include "lock/stall.h"
 #include "lock/wait.h"
 
 #define NSEC_PER_MSEC 1000000ull
+/* Deadlock searches: the first before waiting, then after 10 us, 20 us,
+ * ... up to once per millisecond (the kernel's rate). */
+#define CHECK_GAP_FIRST (10 * 1000ull)
+#define CHECK_GAP_MAX NSEC_PER_MSEC
 /* Spins on a pending->locked hand-over in flight (x86 kernel value). */
 #define PENDING_LOOPS 512u
 /* Spins a newcomer spends trying to take a free lock before queueing. */
@@ -70,15 +84,41 @@ struct waiter {
 	struct rqspin_thread *self;
 	lockword_t *lock;
 	bool res;          /* resilient: check deadlocks and timeouts */
+	bool have_pending; /* we hold the pending bit */
+	bool published;    /* waiting_for/role are ours to restore */
 	uint64_t timeout;  /* T of this call */
 	uint64_t start;    /* first clock read, for reports */
 	uint64_t duration; /* of the current wait class: T, 2T or 4T */
 	uint64_t deadline; /* 0 until the current wait's first check */
-	uint64_t last_check;
+	uint64_t next_check; /* next deadlock search */
+	uint64_t check_gap;
 	int event;         /* why it failed */
 	uint32_t spins;
+	/* What this slow path overwrote in the thread record (a signal
+	 * handler's slow path restores the interrupted one's). */
+	const void *prev_waiting;
+	uint32_t prev_role;
+	/* The thread we wait for, while it runs past the deadline. */
+	pid_t stall_tid;
+	uint64_t stall_cpu0;
 	struct deadlock_chain chain; /* what the deadlock check found */
 };
+
+static inline uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static inline uint64_t sat_mul(uint64_t a, uint64_t k)
+{
+	return a > UINT64_MAX / k ? UINT64_MAX : a * k;
+}
+
+static inline void set_role(struct waiter *w, uint32_t role)
+{
+	if (w->res)
+		atomic_store_explicit(&w->self->role, role, memory_order_relaxed);
+}
 
 static inline uint32_t word_load(lockword_t *l, memory_order mo)
 {
@@ -124,34 +164,140 @@ static void wait_begin(struct waiter *w, uint64_t duration)
 	w->duration = duration;
 	w->deadline = 0;
 	w->spins = 0;
+	w->stall_tid = 0;
+}
+
+/* The thread whose progress this wait depends on: the holder, or when the
+ * lock is free the pending waiter (which a queue head waits for). NULL
+ * when the tables do not tell. */
+static const struct rqspin_thread *blocker_of(struct waiter *w)
+{
+	uint32_t val = word_load(w->lock, memory_order_relaxed);
+	const struct rqspin_thread *b = NULL;
+
+	if ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL)
+		b = deadlock_holder(w->self, w->lock);
+	if (!b && (val & RQSPIN__PENDING_MASK) && !w->have_pending)
+		b = deadlock_waiter(w->self, w->lock, SLOT_USED, ROLE_PENDING);
+	return b;
+}
+
+/* The deadline has passed: fail, or is the thread we wait for only kept
+ * off the CPU? See stall.h. Returns true to fail. */
+static bool stalled(struct waiter *w, uint64_t now)
+{
+	const struct rqspin_thread *b;
+	pid_t tid;
+	char state;
+	uint64_t cpu;
+
+	stat_inc(&w->self->stats.stall_checks);
+	b = blocker_of(w);
+	if (!b)
+		return true;
+	tid = atomic_load_explicit(&b->tid, memory_order_relaxed);
+	state = stall_thread_state(tid);
+	if (state != 'R')
+		return true; /* blocked, stopped, gone, or unknown */
+	cpu = stall_thread_cpu_ns(tid);
+	if (cpu == UINT64_MAX)
+		return true;
+	if (w->stall_tid != tid) {
+		w->stall_tid = tid;
+		w->stall_cpu0 = cpu;
+	} else if (cpu - w->stall_cpu0 >= w->duration) {
+		return true; /* it runs, and has run a whole budget */
+	}
+	stat_inc(&w->self->stats.deadline_extended);
+	/* Look again soon: it may block, or be scheduled and release. */
+	w->deadline = sat_add(now, w->duration / 8 > NSEC_PER_MSEC ? w->duration / 8 : NSEC_PER_MSEC);
+	return false;
+}
+
+/* In a forked child: what vanished threads left in the lock word. A held
+ * byte whose holder is a ghost becomes owner-dead; a pending bit whose
+ * holder is a ghost is cleared. Only when no live thread claims either. */
+static void ghost_repair(struct waiter *w)
+{
+	lockword_t *l = w->lock;
+	uint32_t val = word_load(l, memory_order_relaxed);
+
+	if ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL && !deadlock_holder(w->self, l) &&
+	    deadlock_ghost_holder(l)) {
+		/* relaxed: the ghost's writes are in this address space
+		 * since the fork; no thread publishes them. */
+		while ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL &&
+		       !word_cas(l, &val, (val & ~RQSPIN__LOCKED_MASK) | RQSPIN__LOCKED_OWNER_DEAD,
+				 memory_order_relaxed))
+			;
+	}
+	if ((val & RQSPIN__PENDING_MASK) && !w->have_pending &&
+	    !deadlock_waiter(w->self, l, SLOT_USED, ROLE_PENDING) &&
+	    deadlock_waiter(NULL, l, SLOT_GHOST, ROLE_PENDING)) {
+		while ((val & RQSPIN__PENDING_MASK) &&
+		       !word_cas(l, &val, val & ~RQSPIN__PENDING_MASK, memory_order_relaxed))
+			;
+	}
+}
+
+static int deadlock_check(struct waiter *w)
+{
+	int ev = deadlock_find(w->self, w->lock, &w->chain);
+
+	if (ev) {
+		w->event = ev;
+		return -EDEADLK;
+	}
+	return 0;
+}
+
+/* Before the first wait of this call (pending or queue): a full fence
+ * after our attempt is published (entry, waiting_for), then a search. Of
+ * two threads that close a cycle at once, one sees the other (each stores,
+ * fences, then loads): the last member to wait always finds the cycle,
+ * even when every other member sleeps in a queue and checks no more. */
+static int pre_wait_check(struct waiter *w)
+{
+	if (!w->res)
+		return 0;
+	if (!held_holds_any(w->self, true))
+		return 0;
+	atomic_thread_fence(memory_order_seq_cst);
+	return deadlock_check(w);
 }
 
 /* Timeout and deadlock checks (kernel check_timeout): the first call of
- * a wait starts its clock; later calls fail past the deadline and look for
- * ABBA/cycles at most once per millisecond. AA was checked on entry. */
+ * a wait starts its clock; later calls look for cycles on the doubling
+ * schedule and, past the deadline, ask whether the wait is stalled. AA was
+ * checked on entry. */
 static int res_check(struct waiter *w)
 {
 	uint64_t now = arch_now_ns();
-	int ev;
+	int ret;
 
 	if (!w->start)
 		w->start = now;
 	if (!w->deadline) {
-		w->deadline = now + w->duration;
-		w->last_check = now;
+		w->deadline = sat_add(now, w->duration);
+		if (!w->check_gap) {
+			w->check_gap = CHECK_GAP_FIRST;
+			w->next_check = sat_add(now, CHECK_GAP_FIRST);
+		}
 		return 0;
 	}
-	if (now >= w->deadline) {
+	if (now >= w->next_check) {
+		if (registry_has_ghosts())
+			ghost_repair(w);
+		ret = deadlock_check(w);
+		if (ret)
+			return ret;
+		if (w->check_gap < CHECK_GAP_MAX)
+			w->check_gap *= 2;
+		w->next_check = sat_add(now, w->check_gap);
+	}
+	if (now >= w->deadline && stalled(w, now)) {
 		w->event = RQSPIN_EV_TIMEOUT;
 		return -ETIMEDOUT;
-	}
-	if (now - w->last_check >= NSEC_PER_MSEC) {
-		w->last_check = now;
-		ev = deadlock_find(w->self, w->lock, &w->chain);
-		if (ev) {
-			w->event = ev;
-			return -EDEADLK;
-		}
 	}
 	return 0;
 }
@@ -197,9 +343,18 @@ static inline bool steal_once(lockword_t *l, bool *dead)
 	return false;
 }
 
+static inline bool is_ghost(const struct rqspin_slot *s)
+{
+	return atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_GHOST;
+}
+
 /* Wait in the queue until the predecessor hands over (MCS_GO) or tells us
- * to leave (MCS_ABORT): spin, then sleep on our own node. */
-static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node)
+ * to leave (MCS_ABORT): spin, then sleep on our own node. A resilient
+ * waiter sleeps at most one period at a time: when its predecessor is a
+ * thread that vanished in fork() (a child that forked from a handler
+ * interrupting this very wait), no hand-off will ever come, and it takes
+ * the head's place itself (MCS_GO). */
+static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct rqspin_slot *prev)
 {
 	uint32_t spins, v, expect;
 
@@ -217,10 +372,22 @@ static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node)
 		return expect;
 	stat_inc(&w->self->stats.parked);
 	for (;;) {
-		futex_wait(&node->locked, MCS_PARKED);
+		if (w->res) {
+			uint64_t period = w->timeout;
+
+			if (period > 1000 * NSEC_PER_MSEC)
+				period = 1000 * NSEC_PER_MSEC;
+			if (period < NSEC_PER_MSEC)
+				period = NSEC_PER_MSEC;
+			futex_wait_ns(&node->locked, MCS_PARKED, period);
+		} else {
+			futex_wait(&node->locked, MCS_PARKED);
+		}
 		v = atomic_load_explicit(&node->locked, memory_order_acquire);
 		if (v != MCS_PARKED)
 			return v;
+		if (w->res && is_ghost(prev))
+			return MCS_GO;
 	}
 }
 
@@ -229,13 +396,17 @@ static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node)
  * successor, once head, must see the lock word as we left it. */
 static void mcs_handoff(struct mcs_node *next, uint32_t v)
 {
+	if (!next)
+		return; /* the successor vanished in fork() before linking */
 	if (atomic_exchange_explicit(&next->locked, v, memory_order_release) == MCS_PARKED)
 		futex_wake(&next->locked);
 }
 
 /* Our successor has swapped the tail but may not have linked itself yet;
  * it is running straight-line code, so this wait is short unless it was
- * preempted, hence the yield after the spin budget. */
+ * preempted, hence the yield after the spin budget. In a forked child the
+ * successor may have vanished between the two steps: when no live thread
+ * is queued on the lock, there is nobody to wait for (NULL). */
 static struct mcs_node *wait_next(struct waiter *w, struct mcs_node *node)
 {
 	struct mcs_node *next;
@@ -248,6 +419,9 @@ static struct mcs_node *wait_next(struct waiter *w, struct mcs_node *node)
 		if (++spins < SPIN_BUDGET) {
 			arch_cpu_relax();
 		} else {
+			if (w->res && registry_has_ghosts() &&
+			    !deadlock_waiter(w->self, w->lock, SLOT_USED, ROLE_QUEUED))
+				return NULL;
 			stat_inc(&w->self->stats.yielded);
 			wait_yield();
 		}
@@ -273,21 +447,25 @@ static void queue_leave(struct waiter *w, struct mcs_node *node, uint32_t tail, 
 
 /* Queue head: take the pending bit (after any pending waiter has taken
  * the lock), then wait for the locked byte to clear. */
-static int head_wait(struct waiter *w, bool *have_pending)
+static int head_wait(struct waiter *w)
 {
 	lockword_t *l = w->lock;
 	uint32_t val = word_load(l, memory_order_relaxed);
 	int ret;
 
 	for (;;) {
-		if (!*have_pending && !(val & RQSPIN__PENDING_MASK)) {
-			/* relaxed: the acquire comes with the locked==0 load. */
+		if (!w->have_pending && !(val & RQSPIN__PENDING_MASK)) {
+			/* relaxed: the acquire comes with the locked==0 load.
+			 * (In a forked child, repairs read our role with the
+			 * word; our role was stored before, in program order,
+			 * and only this thread's checks depend on it.) */
+			set_role(w, ROLE_PENDING);
 			if (word_cas(l, &val, val | RQSPIN__PENDING_VAL, memory_order_relaxed))
-				*have_pending = true;
+				w->have_pending = true;
 			else
 				continue;
 		}
-		if (*have_pending) {
+		if (w->have_pending) {
 			/* acquire: pairs with the unlock's release store. */
 			val = word_load(l, memory_order_acquire);
 			if (lock_free_or_dead(val))
@@ -323,6 +501,37 @@ static __attribute__((noinline, cold)) void fail_report(struct waiter *w, int re
 	report_emit(&rep);
 }
 
+/* Publish what this call waits for, for the checks of other threads;
+ * the previous values are the interrupted slow path's, if any. */
+static inline void wait_publish(struct waiter *w)
+{
+	if (!w->res || w->published)
+		return;
+	w->prev_waiting = held_waiting_for(w->self);
+	w->prev_role = atomic_load_explicit(&w->self->role, memory_order_relaxed);
+	atomic_store_explicit(&w->self->waiting_for, (const void *)w->lock, memory_order_relaxed);
+	w->published = true;
+}
+
+static inline void wait_unpublish(struct waiter *w)
+{
+	if (!w->published)
+		return;
+	atomic_store_explicit(&w->self->role, w->prev_role, memory_order_relaxed);
+	atomic_store_explicit(&w->self->waiting_for, w->prev_waiting, memory_order_relaxed);
+	w->published = false;
+}
+
+/* The attempt failed: stop being a waiter and drop its held entry before
+ * anything else sees us (the queue's next head, a report hook that takes
+ * its time): a search made meanwhile must not find us waiting for, or
+ * holding, a lock we gave up. */
+static void fail_withdraw(struct waiter *w)
+{
+	wait_unpublish(w);
+	held_release_entry(w->self);
+}
+
 static __attribute__((noinline, cold)) void fail_account(struct waiter *w, int ret)
 {
 	struct thread_stats *st = &w->self->stats;
@@ -336,7 +545,6 @@ static __attribute__((noinline, cold)) void fail_account(struct waiter *w, int r
 	}
 	if (report_wanted())
 		fail_report(w, ret);
-	held_release_entry(w->self);
 }
 
 /* We hold the pending bit; val is the word as we set it. Wait for the
@@ -346,10 +554,12 @@ static int pending_take(struct waiter *w, uint32_t val, bool *dead)
 	lockword_t *l = w->lock;
 	int ret;
 
+	w->have_pending = true;
 	while (!lock_free_or_dead(val)) {
 		ret = wait_step(w);
 		if (w->res && ret) {
 			clear_pending(l);
+			w->have_pending = false;
 			return ret;
 		}
 		/* acquire: pairs with the unlock's release store. */
@@ -357,6 +567,7 @@ static int pending_take(struct waiter *w, uint32_t val, bool *dead)
 	}
 	*dead = locked_dead(val);
 	clear_pending_set_locked(l);
+	w->have_pending = false;
 	return 0;
 }
 
@@ -380,7 +591,8 @@ static int nonode_lock(struct waiter *w, bool *dead)
 		w->event = RQSPIN_EV_NEST_FAIL;
 		return -EDEADLK;
 	}
-	wait_begin(w, 4 * w->timeout);
+	set_role(w, ROLE_NONODE);
+	wait_begin(w, sat_mul(w->timeout, 4));
 	val = word_load(l, memory_order_relaxed);
 	for (;;) {
 		if (!(val & RQSPIN__PENDING_MASK)) {
@@ -393,8 +605,10 @@ static int nonode_lock(struct waiter *w, bool *dead)
 				}
 				continue;
 			}
+			set_role(w, ROLE_PENDING);
 			if (word_cas(l, &val, val | RQSPIN__PENDING_VAL, memory_order_acquire))
 				return pending_take(w, val, dead);
+			set_role(w, ROLE_NONODE);
 			continue;
 		}
 		ret = wait_step(w);
@@ -410,16 +624,23 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 	struct waiter w = { .self = registry_self(), .lock = lock, .res = res, .timeout = timeout };
 	struct rqspin_thread *self = w.self;
 	struct mcs_node *node, *next;
-	bool dead = false, have_pending = false;
+	struct rqspin_slot *prev_slot;
+	bool dead = false, checked = false;
 	uint32_t idx, tail, old, i;
 	int ret;
 
-	if (res && held_aa(self, lock)) {
-		/* AA on entry: the caller (or the code its signal handler
-		 * interrupted) holds or is acquiring this lock. */
-		w.event = RQSPIN_EV_AA;
-		ret = -EDEADLK;
-		goto err_entry;
+	if (res) {
+		/* Releases other threads made of our locks: drop them before
+		 * the table is read (a stale entry would be a false AA). */
+		held_drain(self);
+		if (held_aa(self, lock)) {
+			/* AA on entry: the caller (or the code its signal
+			 * handler interrupted) holds or is acquiring it. */
+			w.event = RQSPIN_EV_AA;
+			ret = -EDEADLK;
+			goto err_entry;
+		}
+		wait_publish(&w);
 	}
 
 	/* Only the holder, nobody waiting: watch the word read-only for a
@@ -449,6 +670,13 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 	if (val & ~RQSPIN__LOCKED_MASK)
 		goto queue;
 
+	if (res) {
+		ret = pre_wait_check(&w);
+		checked = true;
+		if (ret)
+			goto err_entry;
+		set_role(&w, ROLE_PENDING);
+	}
 	/* Become the pending waiter. acquire: if the lock is free already we
 	 * own it from this read on, after the last unlock's release. */
 	val = atomic_fetch_or_explicit((_Atomic uint32_t *)&lock->val, RQSPIN__PENDING_VAL,
@@ -472,6 +700,12 @@ queue:
 		w.event = RQSPIN_EV_AA;
 		ret = -EDEADLK;
 		goto err_entry;
+	}
+	if (res && !checked) {
+		ret = pre_wait_check(&w);
+		checked = true;
+		if (ret)
+			goto err_entry;
 	}
 	/* The holder is most likely running: take the lock as it frees,
 	 * unless a waiter holds the pending bit (then the queue is moving
@@ -511,6 +745,7 @@ queue:
 		goto release_node;
 	}
 
+	set_role(&w, ROLE_QUEUED);
 	/* Publish our node as the tail. release: the node's initialisation
 	 * above is visible to whoever reads this tail and links behind us.
 	 * acquire: our store into the predecessor's node below is ordered
@@ -522,33 +757,35 @@ queue:
 	if (old) {
 		struct mcs_node *prev = tail_decode(old);
 
+		prev_slot = tail_slot(old);
 		/* release: pairs with the acquire in the predecessor's
 		 * wait_next, making our node's initialisation visible. */
 		atomic_store_explicit(&prev->next, node, memory_order_release);
-		if (res && atomic_load_explicit(&tail_slot(old)->state, memory_order_relaxed) ==
-				   SLOT_GHOST) {
-			/* Queued behind a thread that vanished in fork(). */
-			w.event = RQSPIN_EV_TIMEOUT;
-			ret = -ETIMEDOUT;
-			queue_leave(&w, node, tail, MCS_ABORT);
-			goto err_release_node;
-		}
-		if (mcs_wait(&w, node) == MCS_ABORT) {
+		/* Behind a thread that vanished in fork(): no hand-off will
+		 * come, and everything ahead of us is dead; we are the head
+		 * (ghost_repair clears what they left in the word). */
+		if (!(res && is_ghost(prev_slot)) && mcs_wait(&w, node, prev_slot) == MCS_ABORT) {
 			/* The head timed out and dissolves the queue; pass the
 			 * word on (kernel: -ETIMEDOUT since Nov 2025). */
 			w.event = RQSPIN_EV_TIMEOUT;
 			ret = -ETIMEDOUT;
+			fail_withdraw(&w);
 			queue_leave(&w, node, tail, MCS_ABORT);
 			goto err_release_node;
 		}
 	}
 
 	/* We are the queue head. */
-	wait_begin(&w, 2 * timeout);
-	ret = head_wait(&w, &have_pending);
+	set_role(&w, ROLE_HEAD);
+	wait_begin(&w, sat_mul(timeout, 2));
+	ret = head_wait(&w);
 	if (res && ret < 0) {
-		if (have_pending)
+		if (w.have_pending)
 			clear_pending(lock);
+		w.have_pending = false;
+		/* A deadlock fails only us (the others keep their place); a
+		 * stall fails the queue behind us too, in FIFO order. */
+		fail_withdraw(&w);
 		queue_leave(&w, node, tail, ret == -ETIMEDOUT ? MCS_ABORT : MCS_GO);
 		goto err_release_node;
 	}
@@ -563,6 +800,7 @@ queue:
 			goto release_node_queued;
 	}
 	clear_pending_set_locked(lock);
+	w.have_pending = false;
 	next = wait_next(&w, node);
 	mcs_handoff(next, MCS_GO);
 
@@ -572,6 +810,7 @@ release_node:
 	atomic_signal_fence(memory_order_seq_cst);
 	self->nesting = idx;
 done:
+	wait_unpublish(&w);
 	if (res && dead) {
 		stat_inc(&self->stats.owner_dead);
 		w.event = RQSPIN_EV_OWNER_DEAD;
@@ -584,7 +823,10 @@ done:
 err_release_node:
 	atomic_signal_fence(memory_order_seq_cst);
 	self->nesting = idx;
+	fail_account(&w, ret);
+	return ret;
 err_entry:
+	fail_withdraw(&w);
 	fail_account(&w, ret);
 	return ret;
 }

@@ -10,11 +10,13 @@ static struct {
 	_Atomic uint64_t fast;
 	_Atomic uint64_t pending, queued, stolen, parked, yielded, nonode;
 	_Atomic uint64_t aa, abba, cycle, nest_fail, timeout, owner_dead;
+	_Atomic uint64_t deadlock_checks, stall_checks, deadline_extended;
 } retired;
 
 #define FOR_EACH_STAT(X) \
 	X(pending) X(queued) X(stolen) X(parked) X(yielded) X(nonode) \
-	X(aa) X(abba) X(cycle) X(nest_fail) X(timeout) X(owner_dead)
+	X(aa) X(abba) X(cycle) X(nest_fail) X(timeout) X(owner_dead) \
+	X(deadlock_checks) X(stall_checks) X(deadline_extended)
 
 void stats_retire(const struct rqspin_thread *t)
 {

@@ -3,6 +3,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lock/wait.h"
@@ -23,6 +24,18 @@ void futex_wait(_Atomic uint32_t *word, uint32_t val)
 
 	/* EINTR, EAGAIN (value already changed): the caller's loop re-checks. */
 	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+	errno = e;
+}
+
+void futex_wait_ns(_Atomic uint32_t *word, uint32_t val, uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+			       .tv_nsec = (long)(ns % 1000000000u) };
+	int e = errno;
+
+	/* Relative timeout; ETIMEDOUT, EINTR and EAGAIN all mean "look
+	 * again". */
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
 	errno = e;
 }
 

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Is the thread a waiter depends on stalled, or only preempted?
+ *
+ * A timeout that counts wall time fails the waiters of an owner that is
+ * merely runnable and not running (an overloaded machine, a throttled
+ * container, a real-time thread on its CPU). So when a waiter's deadline
+ * passes, it asks the kernel about the thread it waits for (found through
+ * the held tables):
+ *   - asleep, in uninterruptible sleep, stopped or traced: stalled now;
+ *   - runnable or running: wait on; it counts as stalled once it has run
+ *     for a whole wait budget of CPU time since the first deadline (an
+ *     owner spinning forever while it runs).
+ * Unknown owner (untracked, no registry slot, another process) or no
+ * /proc: stalled (wall time, as before).
+ */
+#ifndef RQSPIN_STALL_H
+#define RQSPIN_STALL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Scheduling state letter of thread tid of this process from
+ * /proc/self/task/<tid>/stat ('R', 'S', 'D', 'T', ...), or 0 when it
+ * cannot be read. Async-signal-safe; keeps errno. */
+char stall_thread_state(pid_t tid);
+
+/* CPU time thread tid of this process has used, in ns, or UINT64_MAX.
+ * Async-signal-safe (clock_gettime); keeps errno. */
+uint64_t stall_thread_cpu_ns(pid_t tid);
+
+#endif
