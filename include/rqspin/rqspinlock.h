@@ -7,35 +7,78 @@
  *   0            acquired.
  *   -EDEADLK     deadlock: the caller already holds the lock (AA, e.g. a
  *                signal handler that interrupted the holder or a waiter),
- *                two threads wait for each other's locks (ABBA), or a longer
- *                cycle of threads does (A->B->C->A), or the lock is held
- *                by such a cycle; or the caller is a signal handler that
- *                interrupted this thread's own queued wait for a lock, and
- *                its single try failed (the kernel's rule for NMIs: the
- *                interrupted waiter may be a link its queue needs, so the
- *                handler must not wait). Not acquired.
- *   -ETIMEDOUT   the lock made no progress for the timeout. Not acquired.
- *   -EOWNERDEAD  the previous holder thread exited while holding the lock.
- *                The lock IS acquired by the caller (as with a robust
- *                pthread mutex): the data it protects may be inconsistent;
- *                repair or discard it, then rqspin_unlock().
+ *                or the caller is part of a cycle of waiting threads: it
+ *                holds a lock that the holder of this one waits for,
+ *                directly (ABBA) or through others (A->B->C->A); or the
+ *                caller is a signal handler that interrupted this thread's
+ *                own queued wait for a lock, and its single try failed
+ *                (the kernel's rule for NMIs: the interrupted waiter may be
+ *                a link its queue needs, so the handler must not wait).
+ *                Not acquired. Only members of a cycle fail: a thread that
+ *                holds no other lock never gets -EDEADLK except for AA.
+ *   -ETIMEDOUT   the thread the caller waits for made no progress for the
+ *                timeout (below). Not acquired.
+ *   -EOWNERDEAD  the previous holder thread exited while holding the lock
+ *                (or, in a child of fork(), vanished in the fork). The lock
+ *                IS acquired by the caller (as with a robust pthread
+ *                mutex): the data it protects may be inconsistent; repair
+ *                or discard it, then rqspin_unlock().
  *
- * After any failure the lock stays usable. Timeouts follow the kernel: a
- * pending waiter gives up after the timeout T, the queue head after 2T,
- * waiters queued behind the head leave when the head does (in FIFO order);
- * the no-queue fallback (more threads than the registry can hold) after 4T.
+ * After any failure the lock stays usable.
+ *
+ * Deadlock detection: AA is checked on entry. A waiter that holds other
+ * locks searches the other threads' held tables for a cycle through itself
+ * before it starts to wait, then after 10 us, 20 us, ... up to once per
+ * millisecond while it is the pending waiter or the queue head. Every
+ * cycle is closed by the last of its members to start waiting, and that
+ * member finds it before waiting, so detection takes microseconds.
+ *
+ * Timeouts: the budget is T for the pending waiter, 2T for the queue head
+ * and 4T for the no-queue fallback (more threads than the registry holds);
+ * waiters queued behind the head leave when the head does (in FIFO order).
  * T is the process default (250 ms, see rqspin_set_default_timeout and the
- * RQSPIN_TIMEOUT_MS environment variable) unless given per call.
+ * RQSPIN_TIMEOUT_MS environment variable) unless given per call; a budget
+ * too large to add to the clock (e.g. UINT64_MAX) means "no timeout,
+ * deadlock detection only". When the budget runs out, the thread waited
+ * for (the holder, or the pending waiter a queue head waits behind) is
+ * looked up in the held tables and the kernel is asked about it
+ * (/proc/self/task/TID/stat and its CPU-time clock):
+ *   - blocked (asleep, e.g. in a system call or a futex), stopped or
+ *     traced: -ETIMEDOUT now, i.e. within about [T, 1.1T] of waiting;
+ *   - runnable or running: the wait goes on. A preempted owner (busy
+ *     machine, CPU quota, real-time thread on its CPU) never fails its
+ *     waiters. An owner that keeps running without releasing fails them
+ *     once it has used a whole budget (T, 2T, 4T) of CPU time since the
+ *     first deadline: after at least 2T of waiting (pending waiter).
+ *   - unknown (untracked holder, a thread without a registry slot, a lock
+ *     used by another process, /proc not mounted): wall time, -ETIMEDOUT
+ *     at the deadline.
  *
- * In a child of fork(), rqspinlocks that vanished threads held become
- * owner-dead (-EOWNERDEAD for the next taker); a waiter that would queue
- * behind a vanished waiter gets -ETIMEDOUT at once.
+ * Held-lock table: each thread records the rqspinlocks it holds in a
+ * 31-entry table (other threads read it to find deadlocks and stalls).
+ * Any unlock order is exact (LIFO is cheapest: the unlock then touches
+ * only the top entry). Past 31 locks the extra ones are counted but not
+ * recorded: an AA or a cycle involving them ends in -ETIMEDOUT (or waits,
+ * if the owner runs) instead of -EDEADLK, and a blocked holder of one of
+ * them is timed by wall clock. No entry outlives its lock: thread exit
+ * marks owner-dead only the locks the thread still holds.
  *
- * Each thread records the rqspinlocks it holds in a 31-entry table (other
- * threads read it to find deadlocks). Release locks in the reverse order of
- * acquisition (LIFO): debug builds abort on an out-of-order unlock; release
- * builds handle it correctly at a small cost. Locks held beyond the 31st
- * are not tracked: a deadlock involving them ends in -ETIMEDOUT.
+ * Cross-thread unlock: a lock may be released by a thread other than the
+ * one that took it; the owner's entry is dropped (posted to the owner,
+ * which removes it at its next slow-path call) before the lock is free,
+ * so the owner never mistakes it for a hold. ThreadSanitizer's mutex
+ * model does not allow such unlocks: TSan builds report them.
+ *
+ * fork(): fork never writes a lock word (a lock in MAP_SHARED memory may
+ * belong to the parent's threads). In the child, what vanished threads
+ * left in a lock (held byte, pending bit, queue) is found when a child
+ * thread waits on that lock: a lock a vanished thread held is taken over
+ * with -EOWNERDEAD, its pending bit is cleared, and a waiter queued behind
+ * a vanished one becomes the head. A child must not use a private lock
+ * that the parent's threads keep using in shared memory.
+ *
+ * Debug builds (RQSPIN_DEBUG, on unless NDEBUG) abort in rqspin_unlock on
+ * a NULL lock or one that is not locked; nothing else is checked.
  */
 #ifndef RQSPIN_RQSPINLOCK_H
 #define RQSPIN_RQSPINLOCK_H

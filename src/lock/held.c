@@ -225,12 +225,11 @@ void held_release_entry(struct rqspin_thread *self)
 		return;
 	if (cnt <= RQSPIN_NR_HELD)
 		set_entry(self, cnt - 1, NULL);
-	/* release fence: the NULL store is ordered before the count store
-	 * for remote readers, whose acquire (held_count_acquire) pairs with
-	 * it: a reader that sees the count reused for a new lock does not
-	 * see this stale entry there. The kernel's smp_wmb. */
-	atomic_thread_fence(memory_order_release);
-	set_count(self, cnt - 1);
+	/* release: the NULL store is ordered before the count for remote
+	 * readers, whose acquire load (held_count_acquire) pairs with it: a
+	 * reader that sees this count, or a later one, does not see the stale
+	 * entry there. The kernel's smp_wmb. */
+	__atomic_store_n(&self->hot.held.cnt, cnt - 1, __ATOMIC_RELEASE);
 	atomic_signal_fence(memory_order_seq_cst);
 	trim(self);
 }
@@ -291,7 +290,7 @@ void rqspin__unlock_slow(struct rqspin__thread_hot *hot, void *lock)
 		(void)own_remove(self, lock);
 		return;
 	}
-	owner = self->slot == NO_SLOT ? NULL : foreign_owner(self, lock);
+	owner = foreign_owner(self, lock);
 	if (owner && post_release(owner, lock)) {
 		/* Taken by another thread: its entry is marked released
 		 * before the lock is free, so the owner, once it takes the

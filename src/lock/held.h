@@ -14,14 +14,12 @@ static inline uint32_t held_count(const struct rqspin_thread *t)
 	return __atomic_load_n(&t->hot.held.cnt, __ATOMIC_RELAXED);
 }
 
-/* For another thread's table: entries read after this see at least what
- * the owner cleared before the count it stored (held_release_entry). */
+/* For another thread's table. acquire: pairs with the release store of
+ * the count in held_release_entry, so entries read after this see at
+ * least what the owner cleared before that count. */
 static inline uint32_t held_count_acquire(const struct rqspin_thread *t)
 {
-	uint32_t cnt = held_count(t);
-
-	atomic_thread_fence(memory_order_acquire);
-	return cnt;
+	return __atomic_load_n(&t->hot.held.cnt, __ATOMIC_ACQUIRE);
 }
 
 static inline const void *held_entry(const struct rqspin_thread *t, uint32_t i)

@@ -167,18 +167,41 @@ static void wait_begin(struct waiter *w, uint64_t duration)
 	w->stall_tid = 0;
 }
 
-/* The thread whose progress this wait depends on: the holder, or when the
- * lock is free the pending waiter (which a queue head waits for). NULL
- * when the tables do not tell. */
-static const struct rqspin_thread *blocker_of(struct waiter *w)
+/* Who keeps lock from us: its holder, or when it is free the pending
+ * waiter (which a queue head waits for). NULL when the tables do not tell. */
+static const struct rqspin_thread *blocker_of_lock(const struct rqspin_thread *self,
+						  const void *lock, bool have_pending)
 {
-	uint32_t val = word_load(w->lock, memory_order_relaxed);
+	uint32_t val = __atomic_load_n(&((const lockword_t *)lock)->val, __ATOMIC_RELAXED);
 	const struct rqspin_thread *b = NULL;
 
 	if ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL)
-		b = deadlock_holder(w->self, w->lock);
-	if (!b && (val & RQSPIN__PENDING_MASK) && !w->have_pending)
-		b = deadlock_waiter(w->self, w->lock, SLOT_USED, ROLE_PENDING);
+		b = deadlock_holder(self, lock);
+	if (!b && (val & RQSPIN__PENDING_MASK) && !have_pending)
+		b = deadlock_waiter(self, lock, SLOT_USED, ROLE_PENDING);
+	return b;
+}
+
+/* The thread whose progress this wait depends on. A blocker that itself
+ * waits for a lock is not the one to judge: follow its wait (a holder
+ * asleep in a queue behind a preempted owner is not stalled; the owner
+ * decides). Cycles are the deadlock check's business: the walk is capped. */
+static const struct rqspin_thread *blocker_of(struct waiter *w)
+{
+	const struct rqspin_thread *b = blocker_of_lock(w->self, w->lock, w->have_pending);
+	unsigned steps;
+
+	for (steps = 0; b && steps < RQSPIN_REPORT_MAX_CYCLE; steps++) {
+		const void *next = held_waiting_for(b);
+		const struct rqspin_thread *nb;
+
+		if (!next)
+			break;
+		nb = blocker_of_lock(b, next, false);
+		if (!nb || nb == w->self)
+			break;
+		b = nb;
+	}
 	return b;
 }
 
@@ -262,7 +285,13 @@ static int pre_wait_check(struct waiter *w)
 		return 0;
 	if (!held_holds_any(w->self, true))
 		return 0;
+#ifndef RQSPIN__TSAN
 	atomic_thread_fence(memory_order_seq_cst);
+#else
+	/* TSan does not model fences (and GCC warns about them); it checks
+	 * races, not this store-load order, so a compiler barrier will do. */
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
 	return deadlock_check(w);
 }
 

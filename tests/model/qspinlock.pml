@@ -91,7 +91,7 @@ active [NT] proctype thread()
 			fi
 		}
 
-		/* slowpath(), l.431-439: while val == LOCKED_VAL, reload and
+		/* slowpath(), l.652-661: while val == LOCKED_VAL, reload and
 		 * CAS 0 -> LOCKED_VAL when seen free, at most ENTRY_SPINS
 		 * times (leaving the loop is possible at any iteration). The
 		 * load and the CAS are merged: a CAS that fails reloads val,
@@ -111,7 +111,7 @@ progress_entry:		atomic {
 		:: break
 		od;
 
-		/* l.442-447: a pending waiter is taking the lock: wait a
+		/* l.663-668: a pending waiter is taking the lock: wait a
 		 * bounded while for (0,1,0) to change. */
 pending_loops:
 		do
@@ -120,20 +120,28 @@ progress_pending:	val = word
 		:: break
 		od;
 
-		/* l.449: anybody waiting already: queue. */
+		/* l.670-671: anybody waiting already: queue. */
 		if
 		:: (val & ~LOCKED_MASK) != 0 -> val = 0; goto queue
 		:: else
 		fi;
 
-		/* l.454: become the pending waiter (fetch_or, acquire). */
+#ifdef RQSPIN
+		/* l.673-678: pre_wait_check() may find a cycle before the
+		 * first wait (a search; no word access): fail unchanged. */
+		if
+		:: goto failed
+		:: skip
+		fi;
+#endif
+		/* l.682: become the pending waiter (fetch_or, acquire). */
 fetch_or:
 		atomic { val = word; word = word | PENDING_VAL };
 		if
 		:: (val & ~LOCKED_MASK) != 0 ->
 			if
 			:: (val & PENDING_MASK) == 0 ->
-				/* l.458 clear_pending(): fetch_and, a separate RMW */
+				/* l.686 clear_pending(): fetch_and, a separate RMW */
 				word = word & ~PENDING_MASK
 			:: else
 			fi;
@@ -142,31 +150,39 @@ fetch_or:
 		:: else
 		fi;
 
-		/* pending_take(), l.344-361: wait for the locked byte to
+		/* pending_take(), l.552-572: wait for the locked byte to
 		 * clear (val from the fetch_or is checked first). */
 pending_take:
 		if
 		:: (val & LOCKED_MASK) == 0 -> skip
 		:: else ->
 			do
-			:: (word & LOCKED_MASK) == 0 -> break   /* l.356 acquire load */
+			:: (word & LOCKED_MASK) == 0 -> break   /* l.566 acquire load */
 #ifdef RQSPIN
-			/* l.350: wait_step() after a load that saw the lock
+			/* l.559: wait_step() after a load that saw the lock
 			 * held reports a timeout (or a deadlock: same path);
-			 * l.352 clear_pending(), a separate fetch_and. */
+			 * l.561 clear_pending(), a separate fetch_and. */
 			:: (word & LOCKED_MASK) != 0 ->
 				word = word & ~PENDING_MASK;
 				goto failed
 #endif
 			od
 		fi;
-		/* l.359 clear_pending_set_locked(): 16-bit store (*,1,0) -> (*,0,1). */
+		/* l.569 clear_pending_set_locked(): 16-bit store (*,1,0) -> (*,0,1). */
 		atomic { word = (word & TAIL_MASK) | LOCKED_VAL; val = 0 };
 		goto acquired;
 
 queue:
-		/* l.469 (rqspin) AA check: never true with one lock. */
-		/* l.479-487: steal spins. steal_once() takes a word with no
+		/* l.697 (rqspin) AA check: never true with one lock. */
+#ifdef RQSPIN
+		/* l.703-708: pre_wait_check(), when the pending path did not
+		 * run it, may fail before queueing (no word access). */
+		if
+		:: goto failed
+		:: skip
+		fi;
+#endif
+		/* l.713-721: steal spins. steal_once() takes a word with no
 		 * pending and a free locked byte (CAS, acquire); the budget
 		 * may run out at any iteration. */
 steal_spins:
@@ -175,7 +191,7 @@ steal_spins:
 		:: break
 		od;
 
-		/* l.493: no registry slot (NONODE: thread 0 is slotless),
+		/* l.726-728: no registry slot (NONODE: thread 0 is slotless),
 		 * else node idx 0 (the model does not nest). */
 #ifdef NONODE
 		if
@@ -183,12 +199,12 @@ steal_spins:
 		:: else
 		fi;
 #endif
-		/* l.502-507: claim the node and initialise it. */
+		/* l.733-741: claim the node and initialise it. */
 node_init:
-		nxt[_pid] = 0;                 /* l.505 */
-		mlocked[_pid] = MCS_WAIT;      /* l.506 */
+		nxt[_pid] = 0;                 /* l.739 */
+		mlocked[_pid] = MCS_WAIT;      /* l.740 */
 
-		/* l.509: one more steal_once(). */
+		/* l.743: one more steal_once(). */
 		atomic {
 			if
 			:: (word & LP_MASK) == 0 -> word = word | LOCKED_VAL; goto acquired
@@ -196,7 +212,7 @@ node_init:
 			fi
 		}
 
-		/* l.519: exchange the tail half-word (acq_rel). */
+		/* l.754: exchange the tail half-word (acq_rel). */
 xchg_tail:
 		atomic {
 			old = word & TAIL_MASK;
@@ -209,15 +225,15 @@ xchg_tail:
 		}
 		if
 		:: old != 0 ->
-			/* l.527: link behind the predecessor (release). */
+			/* l.763: link behind the predecessor (release). */
 			atomic {
 				assert(inq[prev] && nxt[prev] == 0);
 				nxt[prev] = _pid + 1;
 				old = 0
 			}
-			/* l.528-535 (rqspin): predecessor's slot is a fork ghost:
-			 * no fork in the model. */
-			/* mcs_wait(), l.202-225: spin on node->locked; after the
+			/* l.764-767 (rqspin): predecessor's slot is a fork ghost:
+			 * become the head; no fork in the model. */
+			/* mcs_wait(), l.357-392: spin on node->locked; after the
 			 * budget CAS MCS_WAIT -> MCS_PARKED (a failed CAS returns
 			 * the hand-over value) and futex_wait until it changes. */
 mcs_wait:
@@ -226,7 +242,7 @@ mcs_wait:
 			:: atomic { mlocked[_pid] == MCS_WAIT -> mlocked[_pid] = MCS_PARKED };
 				atomic { mlocked[_pid] != MCS_PARKED -> v = mlocked[_pid] }
 			fi;
-			/* l.536-543: told to leave: pass MCS_ABORT on. */
+			/* l.767-775: told to leave: pass MCS_ABORT on. */
 			if
 			:: v == MCS_ABORT -> ret = ETIMEDOUT; goto queue_leave
 			:: else -> v = 0
@@ -234,17 +250,17 @@ mcs_wait:
 		:: else
 		fi;
 
-		/* We are the queue head. head_wait(), l.276-301. */
+		/* We are the queue head. head_wait(), l.450-479. */
 head_wait:
 		hp = false;
 		do
-		/* l.283-288: no pending bit seen: CAS it in (a failed CAS
+		/* l.457-466: no pending bit seen: CAS it in (a failed CAS
 		 * reloads and retries: merged with the load). */
 		:: atomic { !hp && (word & PENDING_MASK) == 0 -> word = word | PENDING_VAL; hp = true }
-		/* l.290-294: pending held, acquire load sees the lock free. */
+		/* l.467-471: pending held, acquire load sees the lock free. */
 		:: hp && (word & LOCKED_MASK) == 0 -> break
 #ifdef RQSPIN
-		/* l.296-298: wait_step() fails (timeout, or a deadlock the
+		/* l.474-476: wait_step() fails (timeout, or a deadlock the
 		 * check found elsewhere) after a load that saw someone
 		 * else's pending bit, or the locked byte held. */
 		:: !hp && (word & PENDING_MASK) != 0 -> ret = ETIMEDOUT; goto head_err
@@ -254,7 +270,7 @@ head_wait:
 #endif
 		od;
 
-		/* l.560-564 claim: if we are the tail, CAS (me,1,0) -> (0,0,1)
+		/* l.797-800 claim: if we are the tail, CAS (me,1,0) -> (0,0,1)
 		 * (a failed CAS reloads: merged with the load). */
 claim:
 		atomic {
@@ -265,18 +281,18 @@ claim:
 			:: else
 			fi
 		}
-		/* l.565 clear_pending_set_locked(): 16-bit store. */
+		/* l.802 clear_pending_set_locked(): 16-bit store. */
 		atomic { word = (word & TAIL_MASK) | LOCKED_VAL; hp = false };
-		/* l.566 wait_next(): wait for the successor's link. */
+		/* l.804 wait_next(): wait for the successor's link. */
 		atomic { nxt[_pid] != 0 -> nx = nxt[_pid] - 1 };
-		/* l.567 mcs_handoff(): exchange MCS_GO in (then futex_wake if
+		/* l.805 mcs_handoff(): exchange MCS_GO in (then futex_wake if
 		 * it was MCS_PARKED: the model's waiter just waits). */
 		HANDOFF(nx, MCS_GO);
 		atomic { inq[_pid] = false; nx = 0 };
 		goto acquired;
 
 head_err:
-		/* l.549-553: drop the pending bit (fetch_and), then leave the
+		/* l.781-790: drop the pending bit (fetch_and), then leave the
 		 * queue: ABORT on a timeout, GO on a deadlock. */
 		if
 		:: hp -> atomic { word = word & ~PENDING_MASK; hp = false }
@@ -287,7 +303,7 @@ head_err:
 		:: else -> v = MCS_GO
 		fi;
 
-		/* queue_leave(), l.263-272: the last waiter removes the tail
+		/* queue_leave(), l.437-446: the last waiter removes the tail
 		 * (CAS keeping locked/pending; a failed CAS reloads: merged),
 		 * anybody else waits for the successor and passes v on. */
 queue_leave:
@@ -305,15 +321,15 @@ queue_leave:
 		goto failed;
 
 #ifdef NONODE
-		/* nonode_lock(), l.370-405, for a slotless thread (both
+		/* nonode_lock(), l.581-619, for a slotless thread (both
 		 * flavours: the rqspin one-try rule needs a slot). Compete
 		 * for the pending bit like a queue head; the loads and the
 		 * CASes are merged (a failed CAS reloads and retries). */
 nonode:
 		do
-		/* l.388-393: free, no pending: CAS it held (acquire). */
+		/* l.597-605: free, no pending: CAS it held (acquire). */
 		:: atomic { (word & LP_MASK) == 0 -> word = word | LOCKED_VAL; goto acquired }
-		/* l.396-397: held, no pending: CAS the pending bit in,
+		/* l.606-610: held, no pending: CAS the pending bit in,
 		 * then pending_take() with val as it was. */
 		:: atomic {
 			(word & PENDING_MASK) == 0 && (word & LOCKED_MASK) != 0 ->
@@ -321,7 +337,7 @@ nonode:
 		   };
 		   goto pending_take
 #ifdef RQSPIN
-		/* l.400-402: pending seen, wait_step() fails (4T timeout). */
+		/* l.611-614: pending seen, wait_step() fails (4T timeout). */
 		:: (word & PENDING_MASK) != 0 -> goto failed
 #endif
 		od;
