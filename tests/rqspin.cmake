@@ -65,3 +65,10 @@ rqspin_add_test(NAME rqspin_abba_pending SOURCES rqspin_abba_pending.c
 # too (AA from the main loop and from a 20 us per-thread timer).
 rqspin_add_test(NAME rqspin_stats_signal SOURCES rqspin_stats_signal.c
   TIMEOUT 120 LABELS rqspin unit signal)
+
+# The held table stays exact for any unlock order and depth: 40 locks
+# unlocked in the same order, random orders, hand-over-hand with windows up
+# to 40; afterwards no false -EDEADLK on a contended lock, AA at once, and
+# a thread exit marks no lock owner-dead that a live thread holds.
+rqspin_add_test(NAME rqspin_held_order SOURCES rqspin_held_order.c
+  TIMEOUT 180 LABELS rqspin unit)
