@@ -72,3 +72,9 @@ rqspin_add_test(NAME rqspin_stats_signal SOURCES rqspin_stats_signal.c
 # a thread exit marks no lock owner-dead that a live thread holds.
 rqspin_add_test(NAME rqspin_held_order SOURCES rqspin_held_order.c
   TIMEOUT 180 LABELS rqspin unit)
+
+# fork() writes no lock word: a private lock in MAP_SHARED memory held by
+# one parent thread while another forks stays held (a third thread's short
+# timeout is -ETIMEDOUT), and mutual exclusion holds afterwards.
+rqspin_add_test(NAME rqspin_fork_shared SOURCES rqspin_fork_shared.c
+  TIMEOUT 120 LABELS rqspin unit NO_TSAN)
