@@ -78,3 +78,10 @@ rqspin_add_test(NAME rqspin_held_order SOURCES rqspin_held_order.c
 # timeout is -ETIMEDOUT), and mutual exclusion holds afterwards.
 rqspin_add_test(NAME rqspin_fork_shared SOURCES rqspin_fork_shared.c
   TIMEOUT 120 LABELS rqspin unit NO_TSAN)
+
+# Vanished owner and waiters after fork(): in the child the lock is taken
+# over (-EOWNERDEAD) within a few timeouts and then works (lock, trylock),
+# with a ghost pending waiter, a ghost queue, and a fork from a handler
+# that interrupted the thread's own queued wait (the child must not hang).
+rqspin_add_test(NAME rqspin_fork_ghost SOURCES rqspin_fork_ghost.c
+  TIMEOUT 120 LABELS rqspin unit signal NO_TSAN NO_ASAN)
