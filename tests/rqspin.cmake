@@ -85,3 +85,9 @@ rqspin_add_test(NAME rqspin_fork_shared SOURCES rqspin_fork_shared.c
 # that interrupted the thread's own queued wait (the child must not hang).
 rqspin_add_test(NAME rqspin_fork_ghost SOURCES rqspin_fork_ghost.c
   TIMEOUT 120 LABELS rqspin unit signal NO_TSAN NO_ASAN)
+
+# Only cycle members fail: ABBA between two threads with eight lock-free
+# bystanders queued on both locks; every bystander gets its lock, with no
+# report hook and with a hook that sleeps 20 ms.
+rqspin_add_test(NAME rqspin_bystander SOURCES rqspin_bystander.c
+  TIMEOUT 180 LABELS rqspin unit)
