@@ -91,3 +91,10 @@ rqspin_add_test(NAME rqspin_fork_ghost SOURCES rqspin_fork_ghost.c
 # report hook and with a hook that sleeps 20 ms.
 rqspin_add_test(NAME rqspin_bystander SOURCES rqspin_bystander.c
   TIMEOUT 180 LABELS rqspin unit)
+
+# The timeout measures the owner's stall, not its preemption: waiters of an
+# owner kept off its CPU by a SCHED_FIFO thread for 3T all get the lock
+# (skipped without two CPUs or SCHED_FIFO); waiters of an owner asleep
+# while holding still fail after T (pending) and 2T (head).
+rqspin_add_test(NAME rqspin_preempt SOURCES rqspin_preempt.c
+  TIMEOUT 120 LABELS rqspin unit)
