@@ -98,3 +98,11 @@ rqspin_add_test(NAME rqspin_bystander SOURCES rqspin_bystander.c
 # while holding still fail after T (pending) and 2T (head).
 rqspin_add_test(NAME rqspin_preempt SOURCES rqspin_preempt.c
   TIMEOUT 120 LABELS rqspin unit)
+
+# Huge per-call timeouts (UINT64_MAX, INT64_MAX, 2^62) saturate: every
+# waiter (pending, head, queued) gets the lock after a 200 ms hold; the
+# 4-slot build adds a slotless waiter on the no-node path.
+rqspin_add_test(NAME rqspin_timeout_overflow SOURCES rqspin_timeout_overflow.c
+  TIMEOUT 120 LABELS rqspin unit)
+rqspin_add_test(NAME rqspin_timeout_overflow_nonode SOURCES rqspin_timeout_overflow.c
+  LIBS rqspin_tiny TIMEOUT 120 LABELS rqspin unit)
