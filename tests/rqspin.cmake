@@ -106,3 +106,9 @@ rqspin_add_test(NAME rqspin_timeout_overflow SOURCES rqspin_timeout_overflow.c
   TIMEOUT 120 LABELS rqspin unit)
 rqspin_add_test(NAME rqspin_timeout_overflow_nonode SOURCES rqspin_timeout_overflow.c
   LIBS rqspin_tiny TIMEOUT 120 LABELS rqspin unit)
+
+# No registry slot leak when a per-thread timer's handler takes a lock
+# during its thread's first registration: 4000 short-lived threads, then
+# slots_in_use is back to its value before.
+rqspin_add_test(NAME rqspin_slot_leak SOURCES rqspin_slot_leak.c
+  TIMEOUT 120 LABELS rqspin stress signal NO_TSAN)
