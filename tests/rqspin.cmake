@@ -117,3 +117,10 @@ rqspin_add_test(NAME rqspin_slot_leak SOURCES rqspin_slot_leak.c
 # cause no -ETIMEDOUT (T = 10 ms), mutual exclusion exact.
 rqspin_add_test(NAME rqspin_storm_load SOURCES rqspin_storm_load.c
   TIMEOUT 240 LABELS rqspin stress signal)
+
+# Deadlock storm: per-thread ~1 kHz timers whose handlers take the other
+# lock (ABBA with the interrupted code). Must finish (else "livelock"),
+# every acquisition 0 or -EDEADLK, counters exact; prints the main loop's
+# throughput with and without signals.
+rqspin_add_test(NAME rqspin_deadlock_storm SOURCES rqspin_deadlock_storm.c
+  TIMEOUT 200 LABELS rqspin stress signal)
