@@ -124,3 +124,8 @@ rqspin_add_test(NAME rqspin_storm_load SOURCES rqspin_storm_load.c
 # throughput with and without signals.
 rqspin_add_test(NAME rqspin_deadlock_storm SOURCES rqspin_deadlock_storm.c
   TIMEOUT 200 LABELS rqspin stress signal)
+
+# No false deadlocks: threads that hold no lock, hammering two locks next
+# to threads that deadlock on them (ABBA), only ever get 0.
+rqspin_add_test(NAME rqspin_nofalse_deadlock SOURCES rqspin_nofalse_deadlock.c
+  TIMEOUT 240 LABELS rqspin stress)
