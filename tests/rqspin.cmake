@@ -113,7 +113,7 @@ rqspin_add_test(NAME rqspin_timeout_overflow_nonode SOURCES rqspin_timeout_overf
 rqspin_add_test(NAME rqspin_slot_leak SOURCES rqspin_slot_leak.c
   TIMEOUT 120 LABELS rqspin stress signal NO_TSAN)
 
-# Signal storm with two CPU-bound background threads: preempted owners
+# Signal storm (AA handlers) with two CPU-bound background threads: preempted owners
 # cause no -ETIMEDOUT (T = 10 ms), mutual exclusion exact.
 rqspin_add_test(NAME rqspin_storm_load SOURCES rqspin_storm_load.c
   TIMEOUT 240 LABELS rqspin stress signal)

@@ -18,7 +18,7 @@
 #define NW 4
 
 static rqspinlock_t L = RQSPINLOCK_INIT;
-static volatile int inside;
+static _Atomic int inside;
 
 static int hold_200ms(struct ru_actor *a)
 {
