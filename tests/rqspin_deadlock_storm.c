@@ -23,7 +23,7 @@
 #include "rqspin_util.h"
 
 #define NTHREADS 4
-#define ITERS 20000u
+#define ITERS 12000u
 
 struct guarded {
 	rqspinlock_t l;
@@ -105,7 +105,7 @@ static void *worker(void *p)
 		int r = rqspin_lock(&G[mine].l);
 
 		if (r == 0) {
-			cs(&G[mine], my_id, 2000);
+			cs(&G[mine], my_id, 10000);
 			atomic_fetch_add_explicit(&ok[mine], 1, memory_order_relaxed);
 			rqspin_unlock(&G[mine].l);
 			done++;
