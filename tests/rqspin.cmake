@@ -65,3 +65,67 @@ rqspin_add_test(NAME rqspin_abba_pending SOURCES rqspin_abba_pending.c
 # too (AA from the main loop and from a 20 us per-thread timer).
 rqspin_add_test(NAME rqspin_stats_signal SOURCES rqspin_stats_signal.c
   TIMEOUT 120 LABELS rqspin unit signal)
+
+# The held table stays exact for any unlock order and depth: 40 locks
+# unlocked in the same order, random orders, hand-over-hand with windows up
+# to 40; afterwards no false -EDEADLK on a contended lock, AA at once, and
+# a thread exit marks no lock owner-dead that a live thread holds.
+rqspin_add_test(NAME rqspin_held_order SOURCES rqspin_held_order.c
+  TIMEOUT 180 LABELS rqspin unit)
+
+# fork() writes no lock word: a private lock in MAP_SHARED memory held by
+# one parent thread while another forks stays held (a third thread's short
+# timeout is -ETIMEDOUT), and mutual exclusion holds afterwards.
+rqspin_add_test(NAME rqspin_fork_shared SOURCES rqspin_fork_shared.c
+  TIMEOUT 120 LABELS rqspin unit NO_TSAN)
+
+# Vanished owner and waiters after fork(): in the child the lock is taken
+# over (-EOWNERDEAD) within a few timeouts and then works (lock, trylock),
+# with a ghost pending waiter, a ghost queue, and a fork from a handler
+# that interrupted the thread's own queued wait (the child must not hang).
+rqspin_add_test(NAME rqspin_fork_ghost SOURCES rqspin_fork_ghost.c
+  TIMEOUT 120 LABELS rqspin unit signal NO_TSAN NO_ASAN)
+
+# Only cycle members fail: ABBA between two threads with eight lock-free
+# bystanders queued on both locks; every bystander gets its lock, with no
+# report hook and with a hook that sleeps 20 ms.
+rqspin_add_test(NAME rqspin_bystander SOURCES rqspin_bystander.c
+  TIMEOUT 180 LABELS rqspin unit)
+
+# The timeout measures the owner's stall, not its preemption: waiters of an
+# owner kept off its CPU by a SCHED_FIFO thread for 3T all get the lock
+# (skipped without two CPUs or SCHED_FIFO); waiters of an owner asleep
+# while holding still fail after T (pending) and 2T (head).
+rqspin_add_test(NAME rqspin_preempt SOURCES rqspin_preempt.c
+  TIMEOUT 120 LABELS rqspin unit)
+
+# Huge per-call timeouts (UINT64_MAX, INT64_MAX, 2^62) saturate: every
+# waiter (pending, head, queued) gets the lock after a 200 ms hold; the
+# 4-slot build adds a slotless waiter on the no-node path.
+rqspin_add_test(NAME rqspin_timeout_overflow SOURCES rqspin_timeout_overflow.c
+  TIMEOUT 120 LABELS rqspin unit)
+rqspin_add_test(NAME rqspin_timeout_overflow_nonode SOURCES rqspin_timeout_overflow.c
+  LIBS rqspin_tiny TIMEOUT 120 LABELS rqspin unit)
+
+# No registry slot leak when a per-thread timer's handler takes a lock
+# during its thread's first registration: 4000 short-lived threads, then
+# slots_in_use is back to its value before.
+rqspin_add_test(NAME rqspin_slot_leak SOURCES rqspin_slot_leak.c
+  TIMEOUT 120 LABELS rqspin stress signal NO_TSAN)
+
+# Signal storm (AA handlers) with two CPU-bound background threads: preempted owners
+# cause no -ETIMEDOUT (T = 10 ms), mutual exclusion exact.
+rqspin_add_test(NAME rqspin_storm_load SOURCES rqspin_storm_load.c
+  TIMEOUT 240 LABELS rqspin stress signal)
+
+# Deadlock storm: per-thread ~1 kHz timers whose handlers take the other
+# lock (ABBA with the interrupted code). Must finish (else "livelock"),
+# every acquisition 0 or -EDEADLK, counters exact; prints the main loop's
+# throughput with and without signals.
+rqspin_add_test(NAME rqspin_deadlock_storm SOURCES rqspin_deadlock_storm.c
+  TIMEOUT 200 LABELS rqspin stress signal)
+
+# No false deadlocks: threads that hold no lock, hammering two locks next
+# to threads that deadlock on them (ABBA), only ever get 0.
+rqspin_add_test(NAME rqspin_nofalse_deadlock SOURCES rqspin_nofalse_deadlock.c
+  TIMEOUT 240 LABELS rqspin stress)

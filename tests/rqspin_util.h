@@ -10,7 +10,9 @@
  *    main thread, so a scenario (owner, pending waiter, queue head, ...)
  *    can be set up step by step;
  *  - thread-directed POSIX timers (timer_create + SIGEV_THREAD_ID);
- *  - a report hook that keeps the last report of each thread.
+ *  - a report hook that keeps the last report of each thread;
+ *  - soft checks (RU_EXPECT, count and go on), skips (exit 77) and
+ *    waiting for a forked child with a time limit.
  *
  * Everything marked async-signal-safe may be used in a signal handler.
  */
@@ -20,6 +22,7 @@
 #include <rqspin/rqspin.h>
 
 #include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "test_util.h"
 
@@ -349,6 +352,86 @@ static inline void ru_capture_hook(const struct rqspin_report *rep, void *arg)
 	memcpy(&ru_last_report, rep, sizeof(*rep));
 	ru_nreports++;
 	atomic_fetch_add(&ru_reports_total, 1);
+}
+
+/* ---- soft checks, skips, children ----------------------------------------- */
+
+/* Failed RU_EXPECTs so far. A test that checks several independent
+ * behaviours counts failures instead of aborting at the first one, so one
+ * run reports every broken behaviour; it ends with ru_finish(). */
+static _Atomic unsigned ru_failures;
+
+/* Print "FAIL: <message>" and count it when cond is false. Not
+ * async-signal-safe (stdio). */
+#define RU_EXPECT(cond, ...)                                                   \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			atomic_fetch_add(&ru_failures, 1);                     \
+			fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);  \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+		}                                                              \
+	} while (0)
+
+/* Exit status of the test: 0 when no RU_EXPECT failed. */
+static inline int ru_finish(const char *name)
+{
+	unsigned n = atomic_load(&ru_failures);
+
+	if (n) {
+		printf("%s: FAIL (%u failed checks)\n", name, n);
+		return 1;
+	}
+	printf("%s: PASS\n", name);
+	return 0;
+}
+
+/* Exit code that CTest reports as "skipped" (SKIP_RETURN_CODE in
+ * tests/CMakeLists.txt). */
+#define RU_SKIP_RC 77
+
+__attribute__((noreturn)) static inline void ru_skip(const char *why)
+{
+	printf("SKIP: %s\n", why);
+	fflush(stdout);
+	exit(RU_SKIP_RC);
+}
+
+/* Wait up to limit_ms (scaled under TSan) for child pid. Returns its wait
+ * status, or -1 after killing it (SIGKILL) when it did not finish: a
+ * child that hangs becomes a failure of the parent, not a CTest timeout. */
+static inline int ru_child_wait(pid_t pid, unsigned limit_ms)
+{
+	uint64_t end = tu_now_ns() + (uint64_t)limit_ms * TU_SLOWDOWN * RU_MS;
+	int st;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return st;
+		CHECK(r == 0 || (r < 0 && errno == EINTR));
+		if (tu_now_ns() > end) {
+			kill(pid, SIGKILL);
+			CHECK(waitpid(pid, &st, 0) == pid);
+			return -1;
+		}
+		tu_sleep_us(1000);
+	}
+}
+
+/* Describe a status from ru_child_wait ("hung, killed" for -1). */
+static inline const char *ru_child_status(int st, char *buf, size_t len)
+{
+	if (st == -1)
+		snprintf(buf, len, "hung (killed after the time limit)");
+	else if (WIFEXITED(st))
+		snprintf(buf, len, "exit %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(buf, len, "killed by signal %d", WTERMSIG(st));
+	else
+		snprintf(buf, len, "status 0x%x", st);
+	return buf;
 }
 
 #endif /* RQSPIN_TEST_RQSPIN_UTIL_H */
