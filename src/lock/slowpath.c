@@ -100,6 +100,7 @@ struct waiter {
 	uint32_t prev_role;
 	/* The thread we wait for, while it runs past the deadline. */
 	pid_t stall_tid;
+	uint32_t stall_unknown; /* deadline checks in a row that found nobody */
 	uint64_t stall_cpu0;
 	struct deadlock_chain chain; /* what the deadlock check found */
 };
@@ -165,6 +166,7 @@ static void wait_begin(struct waiter *w, uint64_t duration)
 	w->deadline = 0;
 	w->spins = 0;
 	w->stall_tid = 0;
+	w->stall_unknown = 0;
 }
 
 /* Who keeps lock from us: its holder, or when it is free the pending
@@ -177,7 +179,10 @@ static const struct rqspin_thread *blocker_of_lock(const struct rqspin_thread *s
 
 	if ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL)
 		b = deadlock_holder(self, lock);
-	if (!b && (val & RQSPIN__PENDING_MASK) && !have_pending)
+	/* Held by nobody's table: a waiter that took it through the pending
+	 * bit still shows its attempt until it returns. */
+	if (!b && ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL ||
+		   ((val & RQSPIN__PENDING_MASK) && !have_pending)))
 		b = deadlock_waiter(self, lock, SLOT_USED, ROLE_PENDING);
 	return b;
 }
@@ -216,8 +221,16 @@ static bool stalled(struct waiter *w, uint64_t now)
 
 	stat_inc(&w->self->stats.stall_checks);
 	b = blocker_of(w);
-	if (!b)
-		return true;
+	if (!b) {
+		/* Nobody found: the lock may be changing hands right now (a
+		 * new holder still shows its attempt), so look twice more,
+		 * 1 ms apart, before timing by the wall clock. */
+		if (++w->stall_unknown > 2)
+			return true;
+		w->deadline = sat_add(now, NSEC_PER_MSEC);
+		return false;
+	}
+	w->stall_unknown = 0;
 	tid = atomic_load_explicit(&b->tid, memory_order_relaxed);
 	state = stall_thread_state(tid);
 	if (state != 'R')
