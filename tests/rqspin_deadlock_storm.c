@@ -17,8 +17,9 @@
  * test otherwise); every acquisition, in the main loop or a handler,
  * returns 0 or -EDEADLK; the counters are exact. The main loop's
  * throughput with signals is printed next to that of a run without
- * signals (same process); the ratio is reported, not asserted (no timed
- * performance assertions in unit tests; bench/ measures).
+ * signals (same process); the ratio must be at least 0.5 in one of up to
+ * three alternating pairs of runs. A functional bar with a wide margin
+ * (correct code measures about 1.0; a livelock, 0), not a benchmark.
  */
 #include "rqspin_util.h"
 
@@ -212,10 +213,26 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ru_set_handler(SIGUSR1, on_timer);
-	base = run(false, 60);
-	storm = run(true, 30);
-	printf("main-loop throughput: %.0f/s without signals, %.0f/s with signals: ratio %.2f "
-	       "(reported, not asserted)\n",
-	       base, storm, storm / base);
+	/* The issue's bar: the threads' own code keeps at least half its
+	 * throughput under the storm. Runs alternate (no storm, storm) and
+	 * the best of up to three pairs counts, so that a burst of load on
+	 * this machine during one run cannot fail a correct library; a
+	 * livelocking or millisecond-slow detection stays far below 0.5. */
+	for (int pair = 0; pair < 3; pair++) {
+		double ratio;
+
+		base = run(false, 60);
+		storm = run(true, 30);
+		ratio = storm / base;
+		printf("main-loop throughput: %.0f/s without signals, %.0f/s with signals: ratio "
+		       "%.2f\n",
+		       base, storm, ratio);
+		if (ratio >= 0.5 || pair == 2) {
+			RU_EXPECT(ratio >= 0.5,
+				  "the storm left the main loops %.2f of their throughput, want >= 0.5",
+				  ratio);
+			break;
+		}
+	}
 	return ru_finish("rqspin_deadlock_storm");
 }
