@@ -48,6 +48,11 @@ static uint32_t posted(const struct rqspin_thread *t, const void *lock)
 {
 	uint32_t i, n = 0;
 
+	/* acquire: pairs with the poster's release increment, which follows
+	 * its cell store. (A post still under way is not counted; the lock is
+	 * not released before it completes, see post_release.) */
+	if (!atomic_load_explicit(&t->nposted, memory_order_acquire))
+		return 0;
 	for (i = 0; i < RELEASED_CELLS; i++)
 		/* acquire: pairs with the owner's release when it clears a
 		 * cell after marking the entry RELEASED, so a reader that
@@ -139,7 +144,8 @@ void held_drain(struct rqspin_thread *self)
 {
 	uint32_t c, i, n;
 
-	if (self->table_busy)
+	/* acquire: as in posted(). */
+	if (!atomic_load_explicit(&self->nposted, memory_order_acquire) || self->table_busy)
 		return;
 	for (c = 0; c < RELEASED_CELLS; c++) {
 		const void *lock = atomic_load_explicit(&self->released[c], memory_order_relaxed);
@@ -161,6 +167,7 @@ void held_drain(struct rqspin_thread *self)
 		 * posted()); the signal fence is the same for our handlers. */
 		atomic_signal_fence(memory_order_seq_cst);
 		atomic_store_explicit(&self->released[c], NULL, memory_order_release);
+		atomic_fetch_sub_explicit(&self->nposted, 1, memory_order_relaxed);
 	}
 	trim(self);
 }
@@ -263,8 +270,11 @@ static bool post_release(struct rqspin_thread *owner, const void *lock)
 		 * orders this post before the lock can be taken again. */
 		if (atomic_compare_exchange_strong_explicit(&owner->released[c], &expect, lock,
 							    memory_order_relaxed,
-							    memory_order_relaxed))
+							    memory_order_relaxed)) {
+			/* release: a reader that sees the count sees the cell. */
+			atomic_fetch_add_explicit(&owner->nposted, 1, memory_order_release);
 			return true;
+		}
 	}
 	return false;
 }

@@ -76,6 +76,10 @@ struct rqspin_thread {
 	/* Locks of this thread's table that other threads released (NULL =
 	 * free cell): posted by them, consumed by this thread. */
 	_Atomic(const void *) released[RELEASED_CELLS];
+	/* Cells in use (an upper bound while a post or a drain is under way):
+	 * lets the owner's slow path and other threads' searches skip the
+	 * cells in the usual case, where nobody releases our locks for us. */
+	_Atomic uint32_t nposted;
 };
 
 enum wait_role { ROLE_NONE = 0, ROLE_PENDING, ROLE_QUEUED, ROLE_HEAD, ROLE_NONODE };
