@@ -37,7 +37,17 @@ static const struct rqspin_thread *find_holder_in(const struct rqspin_thread *se
 	for (i = 0; i < n; i++) {
 		const struct rqspin_slot *s = registry_slot(i);
 
-		if (!s || &s->t == self || held_count(&s->t) == 0 || !slot_in(s, state))
+		if (!s)
+			continue;
+		/* Slots are about a kilobyte apart: ask for the count a few
+		 * slots ahead, so that the misses of a long scan overlap. */
+		if (i + 8 < n) {
+			const struct rqspin_slot *ahead = registry_slot(i + 8);
+
+			if (ahead)
+				__builtin_prefetch(&ahead->t.hot.held.cnt);
+		}
+		if (&s->t == self || held_count(&s->t) == 0 || !slot_in(s, state))
 			continue;
 		if (holds(&s->t, lock))
 			return &s->t;
@@ -109,7 +119,7 @@ static unsigned walk(const struct rqspin_thread *self, const void *lock, struct 
 
 int deadlock_find(struct rqspin_thread *self, const void *lock, struct deadlock_chain *chain)
 {
-	struct deadlock_chain c1, c2;
+	struct deadlock_chain c1;
 	unsigned len, k;
 
 	/* A thread that holds no lock is in no cycle: the search is skipped,
@@ -118,11 +128,23 @@ int deadlock_find(struct rqspin_thread *self, const void *lock, struct deadlock_
 		return 0;
 	stat_inc(&self->stats.deadlock_checks);
 	len = walk(self, lock, &c1);
-	if (len < 2 || walk(self, lock, &c2) != len || c2.n != c1.n)
+	if (len < 2)
 		return 0;
-	for (k = 0; k < c1.n; k++)
-		if (c1.thread[k] != c2.thread[k] || c1.waits[k] != c2.waits[k])
+	/* Confirm: the tables were read without locks, so read every link
+	 * of the chain again, after the whole walk (each lock still busy,
+	 * still held by the same thread, which still waits for the same
+	 * next lock). The kernel's double read; checking the links found
+	 * costs O(chain), where a second walk would scan the registry at
+	 * each step again. */
+	for (k = 1; k < c1.n; k++) {
+		const struct rqspin_thread *h = c1.thread[k];
+
+		if (!lock_is_busy(c1.waits[k - 1]) || !holds(h, c1.waits[k - 1]) ||
+		    held_waiting_for(h) != c1.waits[k])
 			return 0;
+	}
+	if (!held_by(self, c1.waits[c1.n - 1], c1.waits[c1.n - 1] == lock))
+		return 0;
 	if (chain)
 		*chain = c1;
 	return len == 2 ? RQSPIN_EV_ABBA : RQSPIN_EV_CYCLE;

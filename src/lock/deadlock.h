@@ -31,8 +31,9 @@ struct deadlock_chain {
  *
  * Returns RQSPIN_EV_ABBA or RQSPIN_EV_CYCLE (by the cycle's length), or 0
  * when there is no cycle or the result is inconclusive; fills *chain (may
- * be NULL) on a find. The tables are read without locks, so the chain is
- * walked twice and must agree, and each lock must be busy when read.
+ * be NULL) on a find. The tables are read without locks, so each link of
+ * the chain is read again after the walk and must agree, and each lock
+ * must be busy when read.
  */
 int deadlock_find(struct rqspin_thread *self, const void *lock, struct deadlock_chain *chain);
 

@@ -25,6 +25,10 @@ static _Atomic(struct rqspin_slot *) chunks[NCHUNKS];
 /* Slots handed out by bumping; may run past the limit (clamped on read). */
 static _Atomic uint32_t bump;
 static _Atomic uint32_t in_use;
+/* Released slots waiting for a new thread: when there are none, a new
+ * thread takes a fresh slot without scanning (16 000 threads starting
+ * would otherwise scan quadratically). */
+static _Atomic uint32_t nfree;
 /* Set in a forked child whose parent had other threads. */
 static _Atomic bool ghosts;
 static pthread_key_t exit_key;
@@ -95,7 +99,7 @@ static struct rqspin_slot *slot_claim(void)
 
 	/* Reuse a released slot first: keeps the registry as small as the
 	 * peak number of live threads, however many come and go. */
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && atomic_load_explicit(&nfree, memory_order_relaxed); i++) {
 		struct rqspin_slot *s = registry_slot(i);
 		uint32_t expect = SLOT_FREE;
 
@@ -105,6 +109,7 @@ static struct rqspin_slot *slot_claim(void)
 		    atomic_compare_exchange_strong_explicit(&s->state, &expect, SLOT_USED,
 							    memory_order_acquire,
 							    memory_order_relaxed)) {
+			atomic_fetch_sub_explicit(&nfree, 1, memory_order_relaxed);
 			thread_record_init(&s->t, i);
 			return s;
 		}
@@ -204,6 +209,7 @@ static void thread_exit(void *arg)
 	atomic_fetch_sub_explicit(&in_use, 1, memory_order_relaxed);
 	/* release: the next claimer (acquire CAS) sees the reset record. */
 	atomic_store_explicit(&slot_of(t)->state, SLOT_FREE, memory_order_release);
+	atomic_fetch_add_explicit(&nfree, 1, memory_order_relaxed);
 }
 
 /* In a forked child only the forking thread exists. The other threads'

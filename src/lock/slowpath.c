@@ -70,6 +70,7 @@
  * ... up to once per millisecond (the kernel's rate). */
 #define CHECK_GAP_FIRST (10 * 1000ull)
 #define CHECK_GAP_MAX NSEC_PER_MSEC
+#define SPIN_BUDGET_HOLDING (SPIN_BUDGET / 16)
 /* Spins on a pending->locked hand-over in flight (x86 kernel value). */
 #define PENDING_LOOPS 512u
 /* Spins a newcomer spends trying to take a free lock before queueing. */
@@ -86,6 +87,11 @@ struct waiter {
 	bool res;          /* resilient: check deadlocks and timeouts */
 	bool have_pending; /* we hold the pending bit */
 	bool published;    /* waiting_for/role are ours to restore */
+	/* Pause iterations before yielding or parking. Shorter for a waiter
+	 * that holds other locks: when the thread it waits for shares its
+	 * CPU, that thread must run to release, or to find the cycle they
+	 * are both in, and 1024 pauses are ~30 us of delay each time. */
+	uint32_t spin_budget;
 	uint64_t timeout;  /* T of this call */
 	uint64_t start;    /* first clock read, for reports */
 	uint64_t duration; /* of the current wait class: T, 2T or 4T */
@@ -298,6 +304,7 @@ static int pre_wait_check(struct waiter *w)
 		return 0;
 	if (!held_holds_any(w->self, true))
 		return 0;
+	w->spin_budget = SPIN_BUDGET_HOLDING;
 #ifndef RQSPIN__TSAN
 	atomic_thread_fence(memory_order_seq_cst);
 #else
@@ -350,7 +357,7 @@ static inline int wait_step(struct waiter *w)
 {
 	uint32_t s = ++w->spins;
 
-	if (s < SPIN_BUDGET) {
+	if (s < w->spin_budget) {
 		arch_cpu_relax();
 		/* No clock read for short waits: the pending waiter's path is
 		 * what short critical sections hit. */
@@ -400,7 +407,7 @@ static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct r
 {
 	uint32_t spins, v, expect;
 
-	for (spins = 0; spins < SPIN_BUDGET; spins++) {
+	for (spins = 0; spins < w->spin_budget; spins++) {
 		/* acquire: pairs with the release exchange in mcs_handoff. */
 		v = atomic_load_explicit(&node->locked, memory_order_acquire);
 		if (v != MCS_WAIT)
@@ -663,7 +670,8 @@ static int nonode_lock(struct waiter *w, bool *dead)
 static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint32_t val,
 							 const bool res, uint64_t timeout)
 {
-	struct waiter w = { .self = registry_self(), .lock = lock, .res = res, .timeout = timeout };
+	struct waiter w = { .self = registry_self(), .lock = lock, .res = res, .timeout = timeout,
+			    .spin_budget = SPIN_BUDGET };
 	struct rqspin_thread *self = w.self;
 	struct mcs_node *node, *next;
 	struct rqspin_slot *prev_slot;
