@@ -194,8 +194,10 @@ int main(void)
 			for (int i = 0; i < 4; i++)
 				tu_thread_join(t[i]);
 		}
-		for (int i = 0; i < NKEEP; i++)
+		for (int i = 0; i < NKEEP; i++) {
 			rqspin_storage_owner_destroy(&keep[i].st);
+			keep[i].st = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT;
+		}
 		rqspin_storage_map_destroy(stay);
 		rqspin_storage_barrier();
 		CHECK_EQ_U64(live_bytes(), base);

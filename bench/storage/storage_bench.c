@@ -405,6 +405,7 @@ static void destroy_range(enum method m, unsigned long lo, unsigned long hi)
 		case M_STORAGE:
 		case M_STORAGE_MALLOC:
 			rqspin_storage_owner_destroy(&o->st);
+			o->st = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT; /* reused */
 			break;
 		case M_LFHT: {
 			struct cds_lfht_iter it;
@@ -724,6 +725,7 @@ static double maps_latency(int nmaps, bool outer_section)
 	if (sum == 0)
 		die("checksum");
 	rqspin_storage_owner_destroy(&o->st);
+	o->st = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT; /* reused */
 	for (int i = 0; i < nmaps; i++)
 		rqspin_storage_map_destroy(ms[i]);
 	free(ms);

@@ -17,8 +17,10 @@
  *
  * Errors are negative errno values:
  *   -EINVAL     NULL map or owner, bad flags, zero or oversized value size;
- *   -ENOENT     no value for this (map, owner) (or the owner is being
- *               destroyed concurrently);
+ *   -ENOENT     no value for this (map, owner) (a destroyed owner has none);
+ *   -EIDRM      a value would have to be created on an owner whose
+ *               rqspin_storage_owner_destroy has started (see there), or in
+ *               a map whose rqspin_storage_map_destroy has started;
  *   -EEXIST     rqspin_storage_update with RQSPIN_STORAGE_NOEXIST found one;
  *   -ENOMEM     out of memory (rqspin_malloc_nolock returned NULL);
  *   -EDEADLK    a lock could not be taken without deadlocking, e.g. a signal
@@ -66,9 +68,14 @@
  * 100 values; 1.3 KiB for 16).
  *
  * Contract (as in the kernel): do not use a map while or after it is
- * destroyed, and do not use an owner while or after it is destroyed; owner
- * and map destruction may race with each other and with anything on other
- * owners and maps. Storage is not usable in the child of fork() unless
+ * destroyed, and do not use an owner after its destruction returned (the
+ * program may free it); owner and map destruction may race with each other
+ * and with anything on other owners and maps. Two races are made safe all
+ * the same: a creation racing the owner's destruction (from another thread
+ * before destroy returns, or in a signal handler that interrupted either)
+ * ends in -EIDRM or in a value that the destruction frees, never in a
+ * value left behind; and a creation racing map_destroy gets -EIDRM or a
+ * value that map_destroy frees. Storage is not usable in the child of fork() unless
  * exec follows (liburcu's registrations and call_rcu worker do not survive
  * fork).
  */
@@ -128,10 +135,13 @@ RQSPIN_API struct rqspin_storage_map *rqspin_storage_map_create(size_t value_siz
 /*
  * Destroy a map: every owner's value of this map is removed and freed.
  * Cannot fail and leaks nothing; owners may be destroyed concurrently.
- * Waits for a grace period and for pending frees (so, when it returns,
- * the map's values are freed). NULL is ignored.
- * NOT async-signal-safe; must not be called inside a read-side section
- * (aborts with a message) or from a call_rcu callback.
+ * Does not wait for a grace period: the values and the map itself are
+ * freed after one, on liburcu's call_rcu thread (rqspin_storage_barrier
+ * waits until they are). Creations in the map that race with it (misuse)
+ * get -EIDRM. Its id may be reused by the next map at once. NULL is
+ * ignored. NOT async-signal-safe (takes every bucket lock, retrying
+ * timeouts); must not be called inside a read-side section (aborts with a
+ * message).
  */
 RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map);
 
@@ -287,11 +297,28 @@ RQSPIN_API RQSPIN_MUST_CHECK int rqspin_storage_delete(struct rqspin_storage_map
 
 /*
  * The owner is going away: remove and free all its values, of every map,
- * and its storage. Cannot fail, never waits for another thread and leaks
- * nothing: when a lock it needs is busy (or held by the code a signal
- * handler interrupted), the lock's holder finishes the work when it
- * releases the lock. The owner is zeroed at once and may be freed (or
- * reused) as soon as this returns. NULL is ignored. Async-signal-safe.
+ * and its storage (after a grace period). Cannot fail, never waits (each
+ * lock it needs is tried once) and leaks nothing: when a lock is busy (or
+ * held by the code a signal handler interrupted), the lock's holder
+ * finishes the work when it releases the lock.
+ *
+ * It ends the owner: the owner word gets a tombstone at once, and from
+ * then on every creation on it (get with F_CREATE, update without
+ * _EXIST), from any thread or handler, fails with -EIDRM; lookups and
+ * deletes find nothing (-ENOENT). A creation that was in progress when
+ * destroy started (a handler's destroy that interrupted it, or another
+ * thread's) returns -EIDRM, or succeeds with a value that this
+ * destruction removes; nothing it creates outlives the destruction.
+ * Destroying an ended owner again does nothing.
+ *
+ * When it returns, the library no longer reads or writes the owner's
+ * memory on behalf of this call, and no later call will, except calls
+ * that the program itself makes on the owner: the program may free the
+ * owner object once no other thread (or interrupted code) can still pass
+ * it to this API. To reuse the object as a new owner, zero it again
+ * (RQSPIN_STORAGE_OWNER_INIT or memset) under the same condition; zeroing
+ * an owner that still has a storage leaks it. NULL is ignored.
+ * Async-signal-safe.
  */
 RQSPIN_API void rqspin_storage_owner_destroy(struct rqspin_storage_owner *owner);
 
