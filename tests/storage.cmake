@@ -47,3 +47,21 @@ target_include_directories(storage_handoff PRIVATE ${PROJECT_SOURCE_DIR}/src)
 rqspin_add_test(NAME storage_leftover SOURCES storage_leftover.c LIBS rqspin_static
   TIMEOUT 120 LABELS storage unit)
 target_include_directories(storage_leftover PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
+# owner_destroy ends the owner: creations racing it on another thread, or
+# interrupted by the handler that destroys it, leave nothing behind, and
+# later ones give -EIDRM.
+rqspin_add_test(NAME storage_owner_end SOURCES storage_owner_end.c
+  TIMEOUT 120 LABELS storage signal)
+
+# map_destroy: a racing creation is refused (dying flag) instead of linking
+# into a swept bucket; create/destroy cycles do not wait for grace periods.
+rqspin_add_test(NAME storage_map_dying SOURCES storage_map_dying.c
+  TIMEOUT 60 LABELS storage unit)
+
+# Randomized model test, handler-heavy: per-thread timers whose handlers
+# get, create, update, delete, copy and destroy owners in the middle of the
+# worker's own operations on the same owners; every value carries its
+# owner, map and generation and is checked against the thread's model.
+rqspin_add_test(NAME storage_handler_model SOURCES storage_handler_model.c
+  TIMEOUT 300 LABELS storage signal stress)
