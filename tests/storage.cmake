@@ -65,3 +65,15 @@ rqspin_add_test(NAME storage_map_dying SOURCES storage_map_dying.c
 # owner, map and generation and is checked against the thread's model.
 rqspin_add_test(NAME storage_handler_model SOURCES storage_handler_model.c
   TIMEOUT 300 LABELS storage signal stress)
+
+# The program's own liburcu use: memb registered after and before the
+# storage's first call on a thread, bp (the storage's flavour) registered
+# and nested both ways. Needs liburcu-memb (the program's side).
+if(NOT CMAKE_CROSSCOMPILING)
+  pkg_check_modules(RQSPIN_TEST_URCU_MEMB liburcu-memb)
+  if(RQSPIN_TEST_URCU_MEMB_FOUND)
+    rqspin_add_test(NAME storage_urcu_order SOURCES storage_urcu_order.c
+      LIBS rqspin ${RQSPIN_TEST_URCU_MEMB_LINK_LIBRARIES} ${RQSPIN_STORAGE_LIBS}
+      TIMEOUT 60 LABELS storage unit)
+  endif()
+endif()

@@ -37,7 +37,7 @@
 const char *__tsan_default_suppressions(void);
 const char *__tsan_default_suppressions(void)
 {
-	return "called_from_lib:liburcu-memb.so\ncalled_from_lib:liburcu-common.so\n";
+	return "called_from_lib:liburcu-bp.so\ncalled_from_lib:liburcu-common.so\n";
 }
 #endif
 
@@ -282,6 +282,21 @@ static void handler(int sig)
 
 /* ---- the worker --------------------------------------------------------- */
 
+/* The worker's model code runs with in_model set; the signal fences keep
+ * the compiler from moving model accesses across the flag (the handler
+ * runs on this thread, so a compiler barrier is all it takes). */
+static void model_enter(struct worker *w)
+{
+	w->in_model = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static void model_leave(struct worker *w)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	w->in_model = 0;
+}
+
 static void worker_op(struct worker *w, tu_rng *r)
 {
 	int o = (int)tu_rng_below(r, NOWN), m = (int)tu_rng_below(r, NMAPS);
@@ -295,7 +310,7 @@ static void worker_op(struct worker *w, tu_rng *r)
 
 	kind = op < 25 ? OP_GET : op < 45 ? OP_CREATE : op < 65 ? OP_UPDATE :
 	       op < 80 ? OP_DELETE : op < 97 ? OP_COPY : OP_DESTROY;
-	w->in_model = 1;
+	model_enter(w);
 	if (w->dead[o]) {
 		/* Ended, whatever was in flight when it was destroyed. */
 		make_value(v, tag_of(w, o), m, 1);
@@ -314,7 +329,7 @@ static void worker_op(struct worker *w, tu_rng *r)
 	w->busy_m = kind == OP_DESTROY ? -1 : m;
 	w->busy_old = have;
 	w->busy_new = gen;
-	w->in_model = 0;
+	model_leave(w);
 
 	/* The operation: a handler may run anywhere in it. */
 	switch (kind) {
@@ -347,7 +362,7 @@ static void worker_op(struct worker *w, tu_rng *r)
 		break;
 	}
 
-	w->in_model = 1;
+	model_enter(w);
 	w->busy_o = -1;
 	ended = w->epoch[o] != epoch; /* a handler destroyed the owner meanwhile */
 	w->w_ops[kind]++;
@@ -387,7 +402,7 @@ static void worker_op(struct worker *w, tu_rng *r)
 		CHECK(ret == (have ? 0 : -ENOENT));
 		w->gen[o][m] = 0;
 	}
-	w->in_model = 0;
+	model_leave(w);
 }
 
 /* After the run: the model and the library agree on every cell. */

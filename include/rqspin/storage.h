@@ -43,10 +43,13 @@
  * the value's own lock, BPF_F_LOCK's counterpart) or take
  * rqspin_storage_value_lock() around your own accesses.
  *
- * Threads need no registration: the first call on a thread registers it
- * with liburcu (memb flavour) and a thread-exit hook unregisters it. See
- * rqspin_storage_thread_init() for the one case where registering ahead
- * matters.
+ * Threads need no registration: the storage uses liburcu's "bulletproof"
+ * flavour (liburcu-bp), which registers a thread on its first read-side
+ * section and unregisters it when it exits. The program may use liburcu
+ * itself, on the same threads, in any order: another flavour (memb, mb,
+ * qsbr, signal) keeps its own registry and grace periods, untouched by
+ * this library; liburcu-bp's own rcu_register_thread is idempotent, and
+ * the program's bp sections may nest with ours either way.
  *
  * Async-signal-safety is stated per function. "Async-signal-safe" means the
  * function may be called from a signal handler that interrupted any code of
@@ -338,7 +341,7 @@ RQSPIN_API int rqspin_storage_map_iter(struct rqspin_storage_map *map,
 				       rqspin_storage_iter_fn fn, void *arg);
 
 /*
- * Read-side section (liburcu memb rcu_read_lock/unlock). Value pointers
+ * Read-side section (liburcu-bp rcu_read_lock/unlock). Value pointers
  * obtained inside stay valid until the matching unlock. Sections nest, and
  * may be entered in signal handlers (not on a sigaltstack(2) stack, a
  * liburcu rule). Do not block for long inside one: it delays every free.
@@ -348,15 +351,11 @@ RQSPIN_API void rqspin_storage_read_lock(void);
 RQSPIN_API void rqspin_storage_read_unlock(void);
 
 /*
- * Register the calling thread now (every other call does it lazily; this
- * one only makes it explicit). Registration blocks all signals while it
- * runs and takes liburcu's registry mutex, which is safe from a handler
- * unless the interrupted code of the same thread is itself inside
- * liburcu-memb (synchronize_rcu, rcu_barrier, register/unregister) without
- * being registered. This library never does that; a program that calls
- * liburcu-memb directly on unregistered threads whose handlers use this
- * API should call this function first on those threads.
- * NOT async-signal-safe in that narrow sense; otherwise it is.
+ * Register the calling thread with liburcu-bp now (every other call does
+ * it lazily; this one only moves the cost, an mmap at times, out of the
+ * first call). Idempotent. Registration blocks all signals while it holds
+ * liburcu-bp's registry mutex, as liburcu-bp does wherever it holds it, so
+ * it is safe from a handler too. Async-signal-safe.
  */
 RQSPIN_API void rqspin_storage_thread_init(void);
 

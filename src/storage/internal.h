@@ -2,7 +2,7 @@
 /*
  * Object-local storage internals.
  *
- * Objects (all reclaimed after an RCU grace period, liburcu memb flavour):
+ * Objects (all reclaimed after an RCU grace period, liburcu bp flavour):
  *
  *   owner ──► st_local (one per owner, 96 B)        map ──► buckets[] (rqspinlock + list)
  *               lock (rqspinlock)                              │
@@ -41,11 +41,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <urcu/urcu-memb.h>
+/* liburcu's "bulletproof" flavour: threads register themselves on their
+ * first read-side section (with every signal blocked, so also from a
+ * handler) and unregister at exit, and an explicit registration is
+ * idempotent. A program's own use of liburcu is therefore independent of
+ * ours: another flavour (memb, qsbr...) has its own registry and grace
+ * periods, and the program's own calls of this one, in any order, only
+ * find the thread registered already. See rcu.c. */
+#include <urcu/urcu-bp.h>
 #include <urcu/call-rcu.h>
 /* The read-side fast paths are liburcu's small inline functions (written to
  * the LGPL's ten-line rule so that non-LGPL code may inline them). */
-#include <urcu/static/urcu-memb.h>
+#include <urcu/static/urcu-bp.h>
 
 #include <rqspin/alloc.h>
 #include <rqspin/storage.h>
@@ -245,8 +252,6 @@ static inline struct st_bucket *st_bucket_of(const struct rqspin_storage_map *m,
 
 /* ---- RCU glue (rcu.c) ---------------------------------------------------- */
 
-/* Register the calling thread with liburcu memb (any context). */
-ST_HIDDEN void st_register_slow(void);
 /* Start liburcu's call_rcu worker (normal context only). */
 ST_HIDDEN int st_setup(void);
 /* Abort with a message when a blocking call is made in a read section. */
@@ -273,25 +278,28 @@ void __tsan_release(void *addr);
 #define ST_TSAN_ACQUIRE_GP() ((void)0)
 #endif
 
-/* liburcu-memb's reader record, accessed initial-exec: the library is a
- * load-time dependency of ours, so its TLS is in the static block (no
- * __tls_get_addr call, which also could allocate on first touch). */
-extern __thread struct urcu_reader urcu_memb_reader __attribute__((tls_model("initial-exec")));
+/* liburcu-bp's pointer to this thread's reader record, accessed
+ * initial-exec: the library is a load-time dependency of ours, so its TLS
+ * is in the static block (no __tls_get_addr call, which also could
+ * allocate on first touch). */
+extern __thread struct urcu_bp_reader *urcu_bp_reader __attribute__((tls_model("initial-exec")));
 
 /* Under ThreadSanitizer, call liburcu's (uninstrumented) functions: its
  * inline code relies on plain accesses that TSan would report. */
 #ifdef ST_TSAN
-#define ST_RCU_READ_LOCK urcu_memb_read_lock
-#define ST_RCU_READ_UNLOCK urcu_memb_read_unlock
+#define ST_RCU_READ_LOCK urcu_bp_read_lock
+#define ST_RCU_READ_UNLOCK urcu_bp_read_unlock
 #else
-#define ST_RCU_READ_LOCK _urcu_memb_read_lock
-#define ST_RCU_READ_UNLOCK _urcu_memb_read_unlock
+#define ST_RCU_READ_LOCK _urcu_bp_read_lock
+#define ST_RCU_READ_UNLOCK _urcu_bp_read_unlock
 #endif
 
 static inline void st_read_lock(void)
 {
-	if (ST_UNLIKELY(!URCU_TLS(urcu_memb_reader).registered))
-		st_register_slow();
+	/* Registers the thread first if needed (urcu_bp_register: signals
+	 * blocked, registry mutex, maybe an mmap of the registry; safe in a
+	 * handler, because liburcu-bp blocks every signal wherever it holds
+	 * that mutex). */
 	ST_RCU_READ_LOCK();
 }
 

@@ -206,7 +206,7 @@ RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map)
 	id_free(map->id);
 	st_read_lock();
 	ST_TSAN_RELEASE_GP();
-	urcu_memb_call_rcu(&map->rcu, map_free_cb);
+	urcu_bp_call_rcu(&map->rcu, map_free_cb);
 	st_read_unlock();
 }
 
