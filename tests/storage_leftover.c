@@ -53,12 +53,13 @@ static struct st_local *local_of(struct rqspin_storage_owner *o)
 	return st_local_of((uintptr_t)o->storage_);
 }
 
-#define NTRY 64
+#define NTRY 4096
 
 int main(void)
 {
 	struct rqspin_storage_map *small, *big;
-	struct rqspin_storage_owner dead = RQSPIN_STORAGE_OWNER_INIT, o[NTRY];
+	struct rqspin_storage_owner dead = RQSPIN_STORAGE_OWNER_INIT;
+	static struct rqspin_storage_owner o[NTRY];
 	uint64_t sv[2] = { 1, 2 }, bv[BIG / 8], base;
 	struct st_local *l1, *l2 = NULL;
 	struct st_bucket *b;
@@ -84,7 +85,7 @@ int main(void)
 	CHECK(rqspin_lock(&b->lock) == 0);
 	rqspin_storage_owner_destroy(&dead);
 	rqspin_unlock(&b->lock); /* by hand: no sweep */
-	rqspin_storage_read_unlock();
+	/* Still in the section: l1 is queued for freeing. */
 	CHECK(atomic_load(&l1->flags) & ST_CLEANED);
 	CHECK(!(atomic_load(&l1->flags) & ST_EMB_LIVE)); /* the storage is freed */
 	{
@@ -94,6 +95,7 @@ int main(void)
 		CHECK(e && e->local == l1 && atomic_load(&e->map) == big);
 		CHECK(atomic_load(&e->state) == ST_STORAGE_UNLINKED);
 	}
+	rqspin_storage_read_unlock();
 	rqspin_storage_barrier(); /* l1 is back in the allocator */
 
 	/* A live owner whose storage has l1's address (the allocator hands
