@@ -54,15 +54,21 @@ static uint64_t live_bytes(void)
 	return s.small_bytes + s.large_bytes;
 }
 
-/* One creation on owner in map i: 0 or the error. */
+/* One creation on owner in map i: 0 or the error. In a read-side section,
+ * as storage.h asks of calls that may race the owner's destruction: the
+ * inline get reads the owner's storage without one. */
 static int create_one(int i, uint64_t v)
 {
 	uint64_t buf[64] = { v, ~v };
 	int err = 0;
 
+	rqspin_storage_read_lock();
 	if (i & 1)
-		return rqspin_storage_update(maps[i], &owner, buf, RQSPIN_STORAGE_ANY);
-	return rqspin_storage_get(maps[i], &owner, buf, RQSPIN_STORAGE_F_CREATE, &err) ? 0 : err;
+		err = rqspin_storage_update(maps[i], &owner, buf, RQSPIN_STORAGE_ANY);
+	else if (rqspin_storage_get(maps[i], &owner, buf, RQSPIN_STORAGE_F_CREATE, &err))
+		err = 0;
+	rqspin_storage_read_unlock();
+	return err;
 }
 
 /* The owner holds nothing, and nothing can be created on it. */

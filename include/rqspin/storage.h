@@ -78,7 +78,12 @@
  * before destroy returns, or in a signal handler that interrupted either)
  * ends in -EIDRM or in a value that the destruction frees, never in a
  * value left behind; and a creation racing map_destroy gets -EIDRM or a
- * value that map_destroy frees. Storage is not usable in the child of fork() unless
+ * value that map_destroy frees. A call that may race an owner's
+ * destruction (on another thread, or interrupted by a handler that
+ * destroys the owner) must run inside a read-side section
+ * (rqspin_storage_read_lock): rqspin_storage_get reads the owner's storage
+ * without one, and only a section keeps it allocated while a destruction
+ * frees it. Storage is not usable in the child of fork() unless
  * exec follows (liburcu's registrations and call_rcu worker do not survive
  * fork).
  */
