@@ -193,7 +193,8 @@ RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
  * Without RQSPIN_STORAGE_F_CREATE: lock-free lookup; -ENOENT if absent.
  * With it: creates the value when absent, zeroed or copied from init
  * (value_size bytes); a value created concurrently by another thread is
- * returned instead. -ENOMEM, -EDEADLK, -ETIMEDOUT, -EINVAL as above.
+ * returned instead. -EIDRM (creation on a destroyed owner, or in a map
+ * being destroyed), -ENOMEM, -EDEADLK, -ETIMEDOUT, -EINVAL as above.
  * Async-signal-safe (creation too, except for F_MALLOC maps).
  *
  * Inline: a hit on the owner's first value is two dependent loads and a
@@ -272,7 +273,8 @@ static inline void *rqspin_storage_get(struct rqspin_storage_map *map,
 /*
  * Copy value (value_size bytes) into the owner's value under the value's
  * lock, creating it when absent (flags: RQSPIN_STORAGE_ANY, _NOEXIST,
- * _EXIST). Returns 0, -EEXIST, -ENOENT, -ENOMEM, -EDEADLK, -ETIMEDOUT or
+ * _EXIST). Returns 0, -EEXIST, -ENOENT, -EIDRM (creation on a destroyed
+ * owner, or in a map being destroyed), -ENOMEM, -EDEADLK, -ETIMEDOUT or
  * -EINVAL. Async-signal-safe (creation too, except for F_MALLOC maps).
  */
 RQSPIN_API RQSPIN_MUST_CHECK int rqspin_storage_update(struct rqspin_storage_map *map,

@@ -192,7 +192,9 @@ void st_local_finish_gone(struct st_local *l)
 	/* relaxed: a stale "not cleaned" only costs a lock attempt. */
 	if (atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_CLEANED)
 		return;
-	/* Tried once: the holder sees ST_GONE when it unlocks. */
+	/* Tried once: the holder sees ST_GONE when it unlocks. (A thread
+	 * that died holding the lock never does: its storage then stays, as
+	 * everything else it held would.) */
 	if (!rqspin_trylock(&l->lock))
 		return;
 	if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_CLEANED)) {
