@@ -39,3 +39,41 @@ rqspin_add_test(NAME storage_signal SOURCES storage_signal.c
 rqspin_add_test(NAME storage_handoff SOURCES storage_handoff.c LIBS rqspin_static
   TIMEOUT 120 LABELS storage unit)
 target_include_directories(storage_handoff PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
+# White-box: a destroyed owner's element left on a bucket list (the bucket
+# lock was held by the code a handler interrupted) is never taken for the
+# value of a live owner whose storage got the freed address, and is
+# reclaimed by the bucket's next holder, not at map_destroy.
+rqspin_add_test(NAME storage_leftover SOURCES storage_leftover.c LIBS rqspin_static
+  TIMEOUT 120 LABELS storage unit)
+target_include_directories(storage_leftover PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
+# owner_destroy ends the owner: creations racing it on another thread, or
+# interrupted by the handler that destroys it, leave nothing behind, and
+# later ones give -EIDRM.
+rqspin_add_test(NAME storage_owner_end SOURCES storage_owner_end.c
+  TIMEOUT 120 LABELS storage signal)
+
+# map_destroy: a racing creation is refused (dying flag) instead of linking
+# into a swept bucket; create/destroy cycles do not wait for grace periods.
+rqspin_add_test(NAME storage_map_dying SOURCES storage_map_dying.c
+  TIMEOUT 60 LABELS storage unit)
+
+# Randomized model test, handler-heavy: per-thread timers whose handlers
+# get, create, update, delete, copy and destroy owners in the middle of the
+# worker's own operations on the same owners; every value carries its
+# owner, map and generation and is checked against the thread's model.
+rqspin_add_test(NAME storage_handler_model SOURCES storage_handler_model.c
+  TIMEOUT 300 LABELS storage signal stress)
+
+# The program's own liburcu use: memb registered after and before the
+# storage's first call on a thread, bp (the storage's flavour) registered
+# and nested both ways. Needs liburcu-memb (the program's side).
+if(NOT CMAKE_CROSSCOMPILING)
+  pkg_check_modules(RQSPIN_TEST_URCU_MEMB liburcu-memb)
+  if(RQSPIN_TEST_URCU_MEMB_FOUND)
+    rqspin_add_test(NAME storage_urcu_order SOURCES storage_urcu_order.c
+      LIBS rqspin ${RQSPIN_TEST_URCU_MEMB_LINK_LIBRARIES} ${RQSPIN_STORAGE_LIBS}
+      TIMEOUT 60 LABELS storage unit)
+  endif()
+endif()

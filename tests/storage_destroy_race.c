@@ -26,7 +26,7 @@
 const char *__tsan_default_suppressions(void);
 const char *__tsan_default_suppressions(void)
 {
-	return "called_from_lib:liburcu-memb.so\ncalled_from_lib:liburcu-common.so\n";
+	return "called_from_lib:liburcu-bp.so\ncalled_from_lib:liburcu-common.so\n";
 }
 #endif
 
@@ -194,8 +194,10 @@ int main(void)
 			for (int i = 0; i < 4; i++)
 				tu_thread_join(t[i]);
 		}
-		for (int i = 0; i < NKEEP; i++)
+		for (int i = 0; i < NKEEP; i++) {
 			rqspin_storage_owner_destroy(&keep[i].st);
+			keep[i].st = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT;
+		}
 		rqspin_storage_map_destroy(stay);
 		rqspin_storage_barrier();
 		CHECK_EQ_U64(live_bytes(), base);

@@ -10,7 +10,8 @@
  *     once; the holder's unlock (st_local_unlock) does the cleanup.
  *  2. owner_destroy while this thread holds the bucket lock of one of the
  *     owner's values: the storage side is done, the map side is left, and
- *     map_destroy finishes it (and frees the block that embeds the value).
+ *     the holder's unlock (st_bucket_unlock) sweeps it (and frees the
+ *     storage, which waited for its embedded value).
  *  3. map_destroy while an owner still holds values of the map, then the
  *     owner's destruction: the storage side is finished by map_destroy.
  *  4. gets while this thread holds the storage's lock in the middle of a
@@ -34,7 +35,7 @@
 const char *__tsan_default_suppressions(void);
 const char *__tsan_default_suppressions(void)
 {
-	return "called_from_lib:liburcu-memb.so\ncalled_from_lib:liburcu-common.so\n";
+	return "called_from_lib:liburcu-bp.so\ncalled_from_lib:liburcu-common.so\n";
 }
 #endif
 
@@ -89,7 +90,7 @@ int main(void)
 	ret = rqspin_lock(&l->lock);
 	CHECK(ret == 0);
 	rqspin_storage_owner_destroy(&o); /* AA inside: hands the work over */
-	CHECK(o.storage_ == NULL);
+	CHECK((uintptr_t)o.storage_ == ST_OWNER_DEAD);
 	CHECK(atomic_load(&l->flags) & ST_GONE);
 	CHECK(!(atomic_load(&l->flags) & ST_CLEANED));
 	st_local_unlock(l); /* the holder's unlock finishes the destruction */
@@ -98,7 +99,8 @@ int main(void)
 	CHECK_EQ_U64(live_bytes(), base);
 
 	/* 2. Bucket lock of the embedded value held: its map side is left
-	 * to map_destroy, which then frees the whole block. */
+	 * to the holder, whose unlock sweeps it and frees the storage. */
+	o = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT;
 	fill(maps, 20, &o);
 	l = local_of(&o);
 	{
@@ -107,21 +109,20 @@ int main(void)
 		rqspin_storage_read_lock();
 		CHECK(rqspin_lock(&b->lock) == 0);
 		rqspin_storage_owner_destroy(&o);
-		CHECK(o.storage_ == NULL);
-		/* Cleaned, but the block stays: its element is still in the
-		 * bucket list. */
+		CHECK((uintptr_t)o.storage_ == ST_OWNER_DEAD);
+		/* Cleaned, but the storage stays: its first element is still
+		 * in the bucket list, the sweep is asked for. */
 		CHECK(atomic_load(&l->flags) & ST_CLEANED);
 		CHECK(atomic_load(&l->flags) & ST_EMB_LIVE);
-		rqspin_unlock(&b->lock);
+		CHECK(atomic_load(&b->sweep));
+		st_bucket_unlock(b);
+		CHECK(!atomic_load(&b->sweep));
 		rqspin_storage_read_unlock();
 	}
-	CHECK(live_bytes() > base);
-	rqspin_storage_map_destroy(maps[0]);
 	CHECK_EQ_U64(live_bytes(), base);
-	maps[0] = rqspin_storage_map_create(16, 0);
-	CHECK(maps[0]);
 
 	/* 3. Maps go first; the owner keeps an empty storage until it goes. */
+	o = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT;
 	fill(maps, 20, &o);
 	for (int i = 0; i < 20; i++) {
 		rqspin_storage_map_destroy(maps[i]);
@@ -139,6 +140,7 @@ int main(void)
 		rqspin_storage_map_destroy(m);
 	}
 	CHECK_EQ_U64(live_bytes(), base);
+	o = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT;
 
 	/* 4. An index change in progress on this thread. */
 	for (int i = 0; i < 20; i++) {
@@ -174,7 +176,8 @@ int main(void)
 	for (int i = 0; i < 20; i++)
 		rqspin_storage_map_destroy(maps[i]);
 	CHECK_EQ_U64(live_bytes(), base);
-	printf("storage_handoff: owner destroy handed to the lock holder, map side left to "
-	       "map_destroy, maps before owners, lookups past an index change; no leak\n");
+	printf("storage_handoff: owner destroy handed to the lock holder, map side swept by "
+	       "the bucket's holder, maps before owners, lookups past an index change; "
+	       "no leak\n");
 	return 0;
 }

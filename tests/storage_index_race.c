@@ -42,7 +42,7 @@
 const char *__tsan_default_suppressions(void);
 const char *__tsan_default_suppressions(void)
 {
-	return "called_from_lib:liburcu-memb.so\ncalled_from_lib:liburcu-common.so\n";
+	return "called_from_lib:liburcu-bp.so\ncalled_from_lib:liburcu-common.so\n";
 }
 #endif
 

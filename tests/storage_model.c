@@ -32,7 +32,7 @@ void *get_exported(struct rqspin_storage_map *map, struct rqspin_storage_owner *
 const char *__tsan_default_suppressions(void);
 const char *__tsan_default_suppressions(void)
 {
-	return "called_from_lib:liburcu-memb.so\ncalled_from_lib:liburcu-common.so\n";
+	return "called_from_lib:liburcu-bp.so\ncalled_from_lib:liburcu-common.so\n";
 }
 #endif
 
@@ -191,9 +191,21 @@ static void check_errors(void)
 	CHECK(rqspin_storage_map_iter(NULL, iter_stop_cb, buf) == -EINVAL);
 	CHECK(rqspin_storage_value_lock(NULL) == NULL);
 	rqspin_storage_owner_destroy(NULL);
-	rqspin_storage_owner_destroy(&o); /* no storage: nothing to do */
+	rqspin_storage_owner_destroy(&o); /* no storage: ends the owner all the same */
 	rqspin_storage_map_destroy(NULL);
-	CHECK(o.storage_ == NULL);
+	{
+		int err = 0;
+
+		CHECK(rqspin_storage_get(maps[0].map, &o, NULL, RQSPIN_STORAGE_F_CREATE, &err) ==
+		      NULL && err == -EIDRM);
+		CHECK(rqspin_storage_update(maps[0].map, &o, buf, RQSPIN_STORAGE_EXIST) == -ENOENT);
+		CHECK(rqspin_storage_update(maps[0].map, &o, buf, RQSPIN_STORAGE_ANY) == -EIDRM);
+		CHECK(rqspin_storage_lookup_copy(maps[0].map, &o, buf) == -ENOENT);
+		CHECK(rqspin_storage_delete(maps[0].map, &o) == -ENOENT);
+		rqspin_storage_owner_destroy(&o); /* twice: nothing more */
+	}
+	o = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT; /* reuse */
+	CHECK(rqspin_storage_delete(maps[0].map, &o) == -ENOENT);
 }
 
 static void step(void)
@@ -287,8 +299,13 @@ static void step(void)
 		}
 	} else if (op < 985) { /* the owner goes away (and is reused) */
 		counts[6]++;
+		int err = 0;
+
 		rqspin_storage_owner_destroy(&owners[o]);
-		CHECK(owners[o].storage_ == NULL);
+		/* Ended: nothing can be created on it until it is zeroed. */
+		CHECK(!rqspin_storage_get(maps[o % NMAPS].map, &owners[o], NULL,
+					  RQSPIN_STORAGE_F_CREATE, &err) && err == -EIDRM);
+		owners[o] = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT;
 		for (int m = 0; m < NMAPS; m++)
 			if (maps[m].val[o])
 				model_clear(&maps[m], o);

@@ -36,7 +36,7 @@
 const char *__tsan_default_suppressions(void);
 const char *__tsan_default_suppressions(void)
 {
-	return "called_from_lib:liburcu-memb.so\ncalled_from_lib:liburcu-common.so\n";
+	return "called_from_lib:liburcu-bp.so\ncalled_from_lib:liburcu-common.so\n";
 }
 #endif
 
@@ -51,7 +51,7 @@ struct val {
 
 static struct rqspin_storage_map *maps[NMAPS];
 
-enum { RES_OK, RES_NOENT, RES_EXIST, RES_DEADLK, RES_TIMEDOUT, RES_N };
+enum { RES_OK, RES_NOENT, RES_EXIST, RES_DEADLK, RES_TIMEDOUT, RES_IDRM, RES_N };
 
 struct worker {
 	int id;
@@ -85,6 +85,7 @@ static void count(unsigned long *res, int ret)
 	case -EEXIST: res[RES_EXIST]++; break;
 	case -EDEADLK: res[RES_DEADLK]++; break;
 	case -ETIMEDOUT: res[RES_TIMEDOUT]++; break;
+	case -EIDRM: res[RES_IDRM]++; break;
 	default:
 		tu_write_str("unexpected error ");
 		tu_write_u64((uint64_t)-ret);
@@ -144,12 +145,17 @@ static void one_op(struct worker *w, tu_rng *r, unsigned long *res, bool in_hand
 	} else if (op < 98) {
 		ret = rqspin_storage_delete(maps[m], ow);
 	} else {
-		/* The owner object stays and is reused (allowed): a destroy
-		 * that lands inside an update of this owner hands its
-		 * cleanup to the interrupted code. */
+		/* A destroy that lands inside an update of this owner hands
+		 * its cleanup to the interrupted code, and ends the owner:
+		 * creations on it give -EIDRM until the thread zeroes it. */
 		rqspin_storage_owner_destroy(ow);
+		if (!in_handler)
+			*ow = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT;
 	}
-	(void)in_handler;
+	/* Destroyed by a handler: reused (zeroed) by the interrupted code,
+	 * which knows it is not using it. */
+	if (ret == -EIDRM && !in_handler)
+		*ow = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT;
 	count(res, ret);
 }
 
@@ -235,10 +241,11 @@ int main(void)
 	rqspin_lock_stats_get(&ls1);
 	CHECK(handled >= NTHREADS);
 	printf("storage_signal: %lu handler calls: ok %lu, ENOENT %lu, EEXIST %lu, EDEADLK %lu, "
-	       "ETIMEDOUT %lu; interrupted code: ok %lu, ENOENT %lu, EEXIST %lu, EDEADLK %lu, "
-	       "ETIMEDOUT %lu; AA reported by the locks: %lu; no leak\n",
+	       "ETIMEDOUT %lu, EIDRM %lu; interrupted code: ok %lu, ENOENT %lu, EEXIST %lu, "
+	       "EDEADLK %lu, ETIMEDOUT %lu, EIDRM %lu; AA reported by the locks: %lu; no leak\n",
 	       handled, res[RES_OK], res[RES_NOENT], res[RES_EXIST], res[RES_DEADLK], res[RES_TIMEDOUT],
-	       main_res[RES_OK], main_res[RES_NOENT], main_res[RES_EXIST], main_res[RES_DEADLK],
-	       main_res[RES_TIMEDOUT], (unsigned long)(ls1.aa - ls0.aa));
+	       res[RES_IDRM], main_res[RES_OK], main_res[RES_NOENT], main_res[RES_EXIST],
+	       main_res[RES_DEADLK], main_res[RES_TIMEDOUT], main_res[RES_IDRM],
+	       (unsigned long)(ls1.aa - ls0.aa));
 	return 0;
 }

@@ -25,7 +25,7 @@
 const char *__tsan_default_suppressions(void);
 const char *__tsan_default_suppressions(void)
 {
-	return "called_from_lib:liburcu-memb.so\ncalled_from_lib:liburcu-common.so\n";
+	return "called_from_lib:liburcu-bp.so\ncalled_from_lib:liburcu-common.so\n";
 }
 #endif
 
@@ -153,6 +153,8 @@ static void private_op(struct worker *w, tu_rng *r)
 		*mv = 0;
 	} else {
 		rqspin_storage_owner_destroy(ow);
+		/* Zeroed for reuse: only this thread uses it. */
+		*ow = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT;
 		for (int k = 0; k < NMAPS; k++)
 			w->model[k][o] = 0;
 	}

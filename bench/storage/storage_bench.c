@@ -405,6 +405,7 @@ static void destroy_range(enum method m, unsigned long lo, unsigned long hi)
 		case M_STORAGE:
 		case M_STORAGE_MALLOC:
 			rqspin_storage_owner_destroy(&o->st);
+			o->st = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT; /* reused */
 			break;
 		case M_LFHT: {
 			struct cds_lfht_iter it;
@@ -526,7 +527,8 @@ static void *task_main(void *arg)
 	struct task *t = arg;
 
 	pin_to_cpu(t->idx);
-	rqspin_storage_thread_init(); /* registers with liburcu memb too */
+	rqspin_storage_thread_init();
+	urcu_memb_register_thread(); /* the rculfhash baseline's flavour */
 	pthread_barrier_wait(t->bar);
 	t->t0 = now_ns();
 	if (t->job == J_CREATE)
@@ -536,6 +538,7 @@ static void *task_main(void *arg)
 	else
 		t->sum = get_loop(t->m, t->order, t->count, t->job == J_TOUCH_GET);
 	t->t1 = now_ns();
+	urcu_memb_unregister_thread();
 	return NULL;
 }
 
@@ -724,6 +727,7 @@ static double maps_latency(int nmaps, bool outer_section)
 	if (sum == 0)
 		die("checksum");
 	rqspin_storage_owner_destroy(&o->st);
+	o->st = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT; /* reused */
 	for (int i = 0; i < nmaps; i++)
 		rqspin_storage_map_destroy(ms[i]);
 	free(ms);
@@ -811,6 +815,7 @@ int storage_bench_main(int argc, char **argv)
 		die("out of memory");
 	memset(owners, 0, maxn * sizeof(*owners));
 	rqspin_storage_thread_init();
+	urcu_memb_register_thread(); /* the rculfhash baseline's flavour */
 
 	printf("# rqspin-storage-bench: object-local storage vs hash tables keyed by owner\n");
 	{

@@ -17,8 +17,10 @@
  *
  * Errors are negative errno values:
  *   -EINVAL     NULL map or owner, bad flags, zero or oversized value size;
- *   -ENOENT     no value for this (map, owner) (or the owner is being
- *               destroyed concurrently);
+ *   -ENOENT     no value for this (map, owner) (a destroyed owner has none);
+ *   -EIDRM      a value would have to be created on an owner whose
+ *               rqspin_storage_owner_destroy has started (see there), or in
+ *               a map whose rqspin_storage_map_destroy has started;
  *   -EEXIST     rqspin_storage_update with RQSPIN_STORAGE_NOEXIST found one;
  *   -ENOMEM     out of memory (rqspin_malloc_nolock returned NULL);
  *   -EDEADLK    a lock could not be taken without deadlocking, e.g. a signal
@@ -41,10 +43,13 @@
  * the value's own lock, BPF_F_LOCK's counterpart) or take
  * rqspin_storage_value_lock() around your own accesses.
  *
- * Threads need no registration: the first call on a thread registers it
- * with liburcu (memb flavour) and a thread-exit hook unregisters it. See
- * rqspin_storage_thread_init() for the one case where registering ahead
- * matters.
+ * Threads need no registration: the storage uses liburcu's "bulletproof"
+ * flavour (liburcu-bp), which registers a thread on its first read-side
+ * section and unregisters it when it exits. The program may use liburcu
+ * itself, on the same threads, in any order: another flavour (memb, mb,
+ * qsbr, signal) keeps its own registry and grace periods, untouched by
+ * this library; liburcu-bp's own rcu_register_thread is idempotent, and
+ * the program's bp sections may nest with ours either way.
  *
  * Async-signal-safety is stated per function. "Async-signal-safe" means the
  * function may be called from a signal handler that interrupted any code of
@@ -66,9 +71,19 @@
  * 100 values; 1.3 KiB for 16).
  *
  * Contract (as in the kernel): do not use a map while or after it is
- * destroyed, and do not use an owner while or after it is destroyed; owner
- * and map destruction may race with each other and with anything on other
- * owners and maps. Storage is not usable in the child of fork() unless
+ * destroyed, and do not use an owner after its destruction returned (the
+ * program may free it); owner and map destruction may race with each other
+ * and with anything on other owners and maps. Two races are made safe all
+ * the same: a creation racing the owner's destruction (from another thread
+ * before destroy returns, or in a signal handler that interrupted either)
+ * ends in -EIDRM or in a value that the destruction frees, never in a
+ * value left behind; and a creation racing map_destroy gets -EIDRM or a
+ * value that map_destroy frees. A call that may race an owner's
+ * destruction (on another thread, or interrupted by a handler that
+ * destroys the owner) must run inside a read-side section
+ * (rqspin_storage_read_lock): rqspin_storage_get reads the owner's storage
+ * without one, and only a section keeps it allocated while a destruction
+ * frees it. Storage is not usable in the child of fork() unless
  * exec follows (liburcu's registrations and call_rcu worker do not survive
  * fork).
  */
@@ -128,10 +143,13 @@ RQSPIN_API struct rqspin_storage_map *rqspin_storage_map_create(size_t value_siz
 /*
  * Destroy a map: every owner's value of this map is removed and freed.
  * Cannot fail and leaks nothing; owners may be destroyed concurrently.
- * Waits for a grace period and for pending frees (so, when it returns,
- * the map's values are freed). NULL is ignored.
- * NOT async-signal-safe; must not be called inside a read-side section
- * (aborts with a message) or from a call_rcu callback.
+ * Does not wait for a grace period: the values and the map itself are
+ * freed after one, on liburcu's call_rcu thread (rqspin_storage_barrier
+ * waits until they are). Creations in the map that race with it (misuse)
+ * get -EIDRM. Its id may be reused by the next map at once. NULL is
+ * ignored. NOT async-signal-safe (takes every bucket lock, retrying
+ * timeouts); must not be called inside a read-side section (aborts with a
+ * message).
  */
 RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map);
 
@@ -175,7 +193,8 @@ RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
  * Without RQSPIN_STORAGE_F_CREATE: lock-free lookup; -ENOENT if absent.
  * With it: creates the value when absent, zeroed or copied from init
  * (value_size bytes); a value created concurrently by another thread is
- * returned instead. -ENOMEM, -EDEADLK, -ETIMEDOUT, -EINVAL as above.
+ * returned instead. -EIDRM (creation on a destroyed owner, or in a map
+ * being destroyed), -ENOMEM, -EDEADLK, -ETIMEDOUT, -EINVAL as above.
  * Async-signal-safe (creation too, except for F_MALLOC maps).
  *
  * Inline: a hit on the owner's first value is two dependent loads and a
@@ -254,7 +273,8 @@ static inline void *rqspin_storage_get(struct rqspin_storage_map *map,
 /*
  * Copy value (value_size bytes) into the owner's value under the value's
  * lock, creating it when absent (flags: RQSPIN_STORAGE_ANY, _NOEXIST,
- * _EXIST). Returns 0, -EEXIST, -ENOENT, -ENOMEM, -EDEADLK, -ETIMEDOUT or
+ * _EXIST). Returns 0, -EEXIST, -ENOENT, -EIDRM (creation on a destroyed
+ * owner, or in a map being destroyed), -ENOMEM, -EDEADLK, -ETIMEDOUT or
  * -EINVAL. Async-signal-safe (creation too, except for F_MALLOC maps).
  */
 RQSPIN_API RQSPIN_MUST_CHECK int rqspin_storage_update(struct rqspin_storage_map *map,
@@ -287,11 +307,28 @@ RQSPIN_API RQSPIN_MUST_CHECK int rqspin_storage_delete(struct rqspin_storage_map
 
 /*
  * The owner is going away: remove and free all its values, of every map,
- * and its storage. Cannot fail, never waits for another thread and leaks
- * nothing: when a lock it needs is busy (or held by the code a signal
- * handler interrupted), the lock's holder finishes the work when it
- * releases the lock. The owner is zeroed at once and may be freed (or
- * reused) as soon as this returns. NULL is ignored. Async-signal-safe.
+ * and its storage (after a grace period). Cannot fail, never waits (each
+ * lock it needs is tried once) and leaks nothing: when a lock is busy (or
+ * held by the code a signal handler interrupted), the lock's holder
+ * finishes the work when it releases the lock.
+ *
+ * It ends the owner: the owner word gets a tombstone at once, and from
+ * then on every creation on it (get with F_CREATE, update without
+ * _EXIST), from any thread or handler, fails with -EIDRM; lookups and
+ * deletes find nothing (-ENOENT). A creation that was in progress when
+ * destroy started (a handler's destroy that interrupted it, or another
+ * thread's) returns -EIDRM, or succeeds with a value that this
+ * destruction removes; nothing it creates outlives the destruction.
+ * Destroying an ended owner again does nothing.
+ *
+ * When it returns, the library no longer reads or writes the owner's
+ * memory on behalf of this call, and no later call will, except calls
+ * that the program itself makes on the owner: the program may free the
+ * owner object once no other thread (or interrupted code) can still pass
+ * it to this API. To reuse the object as a new owner, zero it again
+ * (RQSPIN_STORAGE_OWNER_INIT or memset) under the same condition; zeroing
+ * an owner that still has a storage leaks it. NULL is ignored.
+ * Async-signal-safe.
  */
 RQSPIN_API void rqspin_storage_owner_destroy(struct rqspin_storage_owner *owner);
 
@@ -311,7 +348,7 @@ RQSPIN_API int rqspin_storage_map_iter(struct rqspin_storage_map *map,
 				       rqspin_storage_iter_fn fn, void *arg);
 
 /*
- * Read-side section (liburcu memb rcu_read_lock/unlock). Value pointers
+ * Read-side section (liburcu-bp rcu_read_lock/unlock). Value pointers
  * obtained inside stay valid until the matching unlock. Sections nest, and
  * may be entered in signal handlers (not on a sigaltstack(2) stack, a
  * liburcu rule). Do not block for long inside one: it delays every free.
@@ -321,15 +358,11 @@ RQSPIN_API void rqspin_storage_read_lock(void);
 RQSPIN_API void rqspin_storage_read_unlock(void);
 
 /*
- * Register the calling thread now (every other call does it lazily; this
- * one only makes it explicit). Registration blocks all signals while it
- * runs and takes liburcu's registry mutex, which is safe from a handler
- * unless the interrupted code of the same thread is itself inside
- * liburcu-memb (synchronize_rcu, rcu_barrier, register/unregister) without
- * being registered. This library never does that; a program that calls
- * liburcu-memb directly on unregistered threads whose handlers use this
- * API should call this function first on those threads.
- * NOT async-signal-safe in that narrow sense; otherwise it is.
+ * Register the calling thread with liburcu-bp now (every other call does
+ * it lazily; this one only moves the cost, an mmap at times, out of the
+ * first call). Idempotent. Registration blocks all signals while it holds
+ * liburcu-bp's registry mutex, as liburcu-bp does wherever it holds it, so
+ * it is safe from a handler too. Async-signal-safe.
  */
 RQSPIN_API void rqspin_storage_thread_init(void);
 

@@ -2,7 +2,7 @@
 /*
  * Object-local storage internals.
  *
- * Objects (all reclaimed after an RCU grace period, liburcu memb flavour):
+ * Objects (all reclaimed after an RCU grace period, liburcu bp flavour):
  *
  *   owner ──► st_local (one per owner, 96 B)        map ──► buckets[] (rqspinlock + list)
  *               lock (rqspinlock)                              │
@@ -41,11 +41,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <urcu/urcu-memb.h>
+/* liburcu's "bulletproof" flavour: threads register themselves on their
+ * first read-side section (with every signal blocked, so also from a
+ * handler) and unregister at exit, and an explicit registration is
+ * idempotent. A program's own use of liburcu is therefore independent of
+ * ours: another flavour (memb, qsbr...) has its own registry and grace
+ * periods, and the program's own calls of this one, in any order, only
+ * find the thread registered already. See rcu.c. */
+#include <urcu/urcu-bp.h>
 #include <urcu/call-rcu.h>
 /* The read-side fast paths are liburcu's small inline functions (written to
  * the LGPL's ten-line rule so that non-LGPL code may inline them). */
-#include <urcu/static/urcu-memb.h>
+#include <urcu/static/urcu-bp.h>
 
 #include <rqspin/alloc.h>
 #include <rqspin/storage.h>
@@ -202,6 +209,11 @@ _Static_assert(sizeof(struct st_slot) == sizeof(struct rqspin__storage_slot) &&
 
 struct st_bucket {
 	rqspinlock_t lock;
+	/* Set when an owner's cleanup could not take the lock (busy, or held
+	 * by the code a signal handler interrupted) and left an element
+	 * whose storage side is done on the list: whoever holds the lock
+	 * next sweeps it when it unlocks (st_bucket_unlock). */
+	_Atomic uint32_t sweep;
 	struct st_elem *_Atomic head;
 } __attribute__((aligned(64)));
 
@@ -216,7 +228,12 @@ struct rqspin_storage_map {
 	uint32_t elem_size;
 	uint32_t flags;
 	uint32_t bucket_mask;
+	/* Set by map_destroy before it sweeps the buckets; a link checks it
+	 * under the bucket lock, so a value created concurrently (misuse) is
+	 * refused instead of landing in a swept bucket. */
+	_Atomic uint32_t dying;
 	struct st_bucket *buckets;
+	struct rcu_head rcu; /* freed after a grace period */
 };
 
 #define ST_KEY_ID_BITS 16
@@ -235,8 +252,6 @@ static inline struct st_bucket *st_bucket_of(const struct rqspin_storage_map *m,
 
 /* ---- RCU glue (rcu.c) ---------------------------------------------------- */
 
-/* Register the calling thread with liburcu memb (any context). */
-ST_HIDDEN void st_register_slow(void);
 /* Start liburcu's call_rcu worker (normal context only). */
 ST_HIDDEN int st_setup(void);
 /* Abort with a message when a blocking call is made in a read section. */
@@ -263,25 +278,28 @@ void __tsan_release(void *addr);
 #define ST_TSAN_ACQUIRE_GP() ((void)0)
 #endif
 
-/* liburcu-memb's reader record, accessed initial-exec: the library is a
- * load-time dependency of ours, so its TLS is in the static block (no
- * __tls_get_addr call, which also could allocate on first touch). */
-extern __thread struct urcu_reader urcu_memb_reader __attribute__((tls_model("initial-exec")));
+/* liburcu-bp's pointer to this thread's reader record, accessed
+ * initial-exec: the library is a load-time dependency of ours, so its TLS
+ * is in the static block (no __tls_get_addr call, which also could
+ * allocate on first touch). */
+extern __thread struct urcu_bp_reader *urcu_bp_reader __attribute__((tls_model("initial-exec")));
 
 /* Under ThreadSanitizer, call liburcu's (uninstrumented) functions: its
  * inline code relies on plain accesses that TSan would report. */
 #ifdef ST_TSAN
-#define ST_RCU_READ_LOCK urcu_memb_read_lock
-#define ST_RCU_READ_UNLOCK urcu_memb_read_unlock
+#define ST_RCU_READ_LOCK urcu_bp_read_lock
+#define ST_RCU_READ_UNLOCK urcu_bp_read_unlock
 #else
-#define ST_RCU_READ_LOCK _urcu_memb_read_lock
-#define ST_RCU_READ_UNLOCK _urcu_memb_read_unlock
+#define ST_RCU_READ_LOCK _urcu_bp_read_lock
+#define ST_RCU_READ_UNLOCK _urcu_bp_read_unlock
 #endif
 
 static inline void st_read_lock(void)
 {
-	if (ST_UNLIKELY(!URCU_TLS(urcu_memb_reader).registered))
-		st_register_slow();
+	/* Registers the thread first if needed (urcu_bp_register: signals
+	 * blocked, registry mutex, maybe an mmap of the registry; safe in a
+	 * handler, because liburcu-bp blocks every signal wherever it holds
+	 * that mutex). */
 	ST_RCU_READ_LOCK();
 }
 
@@ -361,6 +379,21 @@ static inline struct st_elem *st_tab_find_locked(const struct st_tab *t, uint64_
 	return NULL;
 }
 
+/*
+ * The owner word of a destroyed owner: a storage that holds nothing and
+ * never will. Every lookup misses in its (empty, never written) index,
+ * the inline one of storage.h included, and every creation sees it and
+ * fails with -EIDRM, so nothing can be attached to an owner once its
+ * destruction has started. Never locked. (A union: a structure with a
+ * flexible array member cannot be a member of another structure.)
+ */
+union st_dead_local {
+	struct st_local l;
+	char bytes[ST_LOCAL_SIZE];
+};
+ST_HIDDEN extern union st_dead_local st_dead;
+#define ST_OWNER_DEAD ((uintptr_t)&st_dead.l)
+
 static inline struct st_elem *st_embedded_of(uintptr_t word)
 {
 	return (struct st_elem *)(word & ~ST_OWNER_EMB);
@@ -396,15 +429,19 @@ ST_HIDDEN void st_tab_release_all(struct st_local *l);
 /* ---- storage side / map side (unlink.c) ----------------------------------- */
 
 /* Link e (local set) into m's bucket. Caller holds the local lock.
- * 0, or the bucket lock's error. */
+ * 0, -EIDRM (m is being destroyed), or the bucket lock's error. */
 ST_HIDDEN int st_link_map(struct st_elem *e, struct rqspin_storage_map *m);
 /* Unlink e from its bucket; caller holds the bucket lock. Returns the state
  * before ST_MAP_UNLINKED was set. */
-ST_HIDDEN uint32_t st_unlink_map_locked(struct rqspin_storage_map *m, struct st_elem *e);
-/* Unlock a storage; if its owner was destroyed meanwhile, finish that. */
-ST_HIDDEN void st_local_unlock(struct st_local *l);
-/* Clean up a gone storage unless already done; frees it. Takes the lock;
- * when that fails, its holder will do it in st_local_unlock. */
+ST_HIDDEN uint32_t st_unlink_map_locked(struct st_elem *e);
+/* Unlock a bucket; sweep its leftovers first if an owner's cleanup asked. */
+ST_HIDDEN void st_bucket_unlock(struct st_bucket *b);
+/* Unlock a storage; if its owner was destroyed meanwhile, finish that.
+ * true when the owner is gone (destroyed during or before the section). */
+ST_HIDDEN bool st_local_unlock(struct st_local *l);
+/* Clean up a gone storage unless already done; frees it. Tries the lock
+ * once (never waits); when that fails, its holder does it in
+ * st_local_unlock. */
 ST_HIDDEN void st_local_finish_gone(struct st_local *l);
 
 static inline bool st_lock_ok(int ret)

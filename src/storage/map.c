@@ -44,14 +44,22 @@ static void id_free(uint32_t id)
 }
 
 /* Buckets only spread lock contention (lists are unlinked in O(1)): a few
- * per CPU, each on its own cache line. */
+ * per CPU, each on its own cache line. The CPU count is read once (glibc
+ * reads /sys for it on every call). */
 static uint32_t bucket_count(void)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	uint32_t n = 16;
+	static _Atomic uint32_t count;
+	/* relaxed: any thread computes the same value. */
+	uint32_t n = atomic_load_explicit(&count, memory_order_relaxed);
+	long cpus;
 
+	if (ST_LIKELY(n))
+		return n;
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	n = 16;
 	while (n < 1024 && (long)n < 4 * cpus)
 		n <<= 1;
+	atomic_store_explicit(&count, n, memory_order_relaxed);
 	return n;
 }
 
@@ -128,6 +136,8 @@ static void unlink_storage_side(struct rqspin_storage_map *m, struct st_elem *e,
 		sched_yield();
 	if (!st_lock_ok(ret))
 		return; /* cannot happen here; the owner's cleanup reaps e */
+	/* A cleaned storage (owner destroyed) did e's side already, and
+	 * tab is no longer e's index: the state check below skips it. */
 	/* relaxed: ST_STORAGE_UNLINKED is only set under this lock. */
 	if (!(atomic_load_explicit(&e->state, memory_order_relaxed) & ST_STORAGE_UNLINKED)) {
 		st_tab_remove(l, e, m);
@@ -140,12 +150,24 @@ static void unlink_storage_side(struct rqspin_storage_map *m, struct st_elem *e,
 	st_local_unlock(l);
 }
 
+static void map_free_cb(struct rcu_head *h)
+{
+	struct rqspin_storage_map *m = caa_container_of(h, struct rqspin_storage_map, rcu);
+
+	ST_TSAN_ACQUIRE_GP();
+	free(m->buckets);
+	free(m);
+}
+
 RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map)
 {
 	if (!map)
 		return;
 	rqspin_storage_thread_init();
 	st_assert_not_reading("rqspin_storage_map_destroy inside a read-side section");
+	/* relaxed: each bucket's lock, taken below, carries it to a later
+	 * link into that bucket (st_link_map). */
+	atomic_store_explicit(&map->dying, 1, memory_order_relaxed);
 	for (uint32_t i = 0; i <= map->bucket_mask; i++) {
 		struct st_bucket *b = &map->buckets[i];
 
@@ -165,7 +187,8 @@ RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map)
 				break;
 			}
 			l = e->local;
-			state = st_unlink_map_locked(map, e);
+			state = st_unlink_map_locked(e);
+			/* (No sweep: we take every element anyway.) */
 			rqspin_unlock(&b->lock);
 			if (state & ST_STORAGE_UNLINKED)
 				st_free_elem_rcu(e);
@@ -174,15 +197,17 @@ RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map)
 			st_read_unlock();
 		}
 	}
-	/* Readers that still hold the map pointer (an owner's cleanup that
-	 * read e->map before it was cleared, an iterator) are done after a
-	 * grace period; the barrier then runs every free queued so far. */
-	urcu_memb_synchronize_rcu();
-	urcu_memb_barrier();
-	ST_TSAN_ACQUIRE_GP();
+	/* No index holds the map's key any more (every storage side is
+	 * done): its id may go to the next map at once. Readers that still
+	 * hold the map pointer (an owner's cleanup that read e->map before
+	 * it was cleared, an iterator, a misused get) are done after a grace
+	 * period; so the map is freed after one, and we do not wait for it
+	 * (rqspin_storage_barrier does). */
 	id_free(map->id);
-	free(map->buckets);
-	free(map);
+	st_read_lock();
+	ST_TSAN_RELEASE_GP();
+	urcu_bp_call_rcu(&map->rcu, map_free_cb);
+	st_read_unlock();
 }
 
 RQSPIN_API int rqspin_storage_map_iter(struct rqspin_storage_map *map,

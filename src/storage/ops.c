@@ -47,10 +47,14 @@ static struct st_elem *lookup_locked(struct rqspin_storage_map *m, struct st_loc
 
 /* The map side: l's element in m's bucket list, lock-free (the list is
  * walked under RCU, st_link_map publishes with release). An element has
- * map set while it is linked; a walker on an unlinked one goes on. For
- * the rare reader that cannot take the storage's lock (AA: a handler that
- * interrupted this thread's change of l's index): the list may be long
- * (every owner of the map), but nothing on it can fail. */
+ * map set while it is linked; a walker on an unlinked one goes on. A
+ * destroyed owner's element may still be on the list with its storage
+ * side done (its cleanup could not take the bucket lock; see unlink.c),
+ * while its storage is freed and the address reused by l: such an element
+ * is never l's, whatever its local says. For the rare reader that cannot
+ * take the storage's lock (AA: a handler that interrupted this thread's
+ * change of l's index): the list may be long (every owner of the map), but
+ * nothing on it can fail. */
 static struct st_elem *lookup_bucket(struct rqspin_storage_map *m, struct st_local *l)
 {
 	struct st_bucket *b = st_bucket_of(m, l);
@@ -59,8 +63,12 @@ static struct st_elem *lookup_bucket(struct rqspin_storage_map *m, struct st_loc
 
 	for (; e; e = atomic_load_explicit(&e->bnext, memory_order_acquire)) {
 		/* relaxed: map was set after local (under the storage lock,
-		 * before the index insert) and is only cleared later. */
-		if (e->local == l && atomic_load_explicit(&e->map, memory_order_relaxed) == m)
+		 * before the index insert) and is only cleared later. A
+		 * leftover's ST_STORAGE_UNLINKED was set before its storage
+		 * was freed, which is before l was allocated at that address
+		 * and published to us (the owner word's acquire): seen. */
+		if (e->local == l && atomic_load_explicit(&e->map, memory_order_relaxed) == m &&
+		    !(atomic_load_explicit(&e->state, memory_order_relaxed) & ST_STORAGE_UNLINKED))
 			return e;
 	}
 	return NULL;
@@ -201,13 +209,20 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 	int ret = -ENOENT;
 
 	*existed = false;
-	/* A second round only when another thread published a storage first;
-	 * more only when the owner is destroyed and reused concurrently,
-	 * which is misuse: give up after a few. */
+	/* A second round only when another thread published a storage first,
+	 * or destroyed the owner (then the tombstone ends it); more would take
+	 * an owner zeroed for reuse while in use, which is misuse: give up
+	 * after a few. */
 	for (int round = 0; round < 4; round++) {
-		struct st_local *l = owner_local(owner);
+		uintptr_t w = owner_word(owner);
+		struct st_local *l = st_local_of(w);
 		struct st_elem *ne, *found;
+		bool inserted = false;
 
+		if (w == ST_OWNER_DEAD) {
+			ret = -EIDRM;
+			break;
+		}
 		if (!l) {
 			uintptr_t expect = 0;
 
@@ -259,7 +274,7 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 				break;
 		}
 		/* Under the storage lock from here. */
-		ret = -ENOENT; /* gone: being destroyed (misuse) */
+		ret = -EIDRM; /* gone: destroyed since we read the owner word */
 		found = NULL;
 		if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE)) {
 			found = st_tab_find_locked(
@@ -281,10 +296,17 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 			 * store below (separate). */
 			atomic_store_explicit(&ne->map, m, memory_order_relaxed);
 			st_tab_insert(l, ne, m->key);
+			inserted = true;
 		} else if (ne != e) {
 			st_release_embedded(l); /* never linked; not CLEANED yet */
 		}
-		st_local_unlock(l);
+		/* The owner destroyed meanwhile (a handler that interrupted
+		 * us, or a racing thread): its cleanup, done by this unlock or
+		 * before it, took whatever we inserted; do not hand it out. */
+		if (st_local_unlock(l) && !ret)
+			ret = -EIDRM;
+		if (inserted && ne == e)
+			e = NULL; /* the index's (or the cleanup's) now */
 		if (ret)
 			break;
 		if (found) {
@@ -455,8 +477,8 @@ RQSPIN_API int rqspin_storage_delete(struct rqspin_storage_map *map,
 		b = st_bucket_of(map, l);
 		ret = rqspin_lock(&b->lock);
 		if (st_lock_ok(ret)) {
-			st_unlink_map_locked(map, e);
-			rqspin_unlock(&b->lock);
+			st_unlink_map_locked(e);
+			st_bucket_unlock(b);
 			st_tab_remove(l, e, map);
 			/* acq_rel: see st_unlink_map_locked. We did both sides. */
 			state = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED,

@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * liburcu (memb flavour) glue: lazy thread registration, read-side
- * sections, deferred frees, grace-period waits.
+ * liburcu ("bulletproof" flavour, urcu-bp) glue: read-side sections,
+ * deferred frees, grace-period waits.
  *
- * Registration. memb readers must be registered (urcu_memb_register_thread
- * takes liburcu's registry mutex) and unregistered before the thread exits
- * (the registry links the thread's TLS). We register on a thread's first
- * call, with every signal blocked so that none of our handlers can run
- * while this thread holds the registry mutex, and unregister from a
- * pthread key destructor. A handler that is the first user on its thread
- * registers the same way; the mutex cannot be held by the code it
- * interrupted, because this library registers a thread before any other
- * liburcu call that takes it (see rqspin_storage_thread_init for programs
- * that call liburcu themselves).
+ * Registration. urcu-bp registers a thread on its first read-side section
+ * (urcu_bp_register: every signal blocked, the registry mutex, maybe an
+ * mmap to grow the registry) and unregisters it from its own pthread key
+ * destructor when the thread exits. liburcu-bp blocks every signal
+ * wherever it holds that mutex (registration, unregistration,
+ * synchronize_rcu), so a handler that is the first user on its thread can
+ * register too. Its explicit registration is idempotent: a program that
+ * calls urcu_bp_register_thread itself, before or after our first call, is
+ * fine. And a program that uses another flavour (memb, mb, qsbr, signal)
+ * has its own registry and grace periods, which we never touch: the
+ * order of its registrations and ours does not matter.
  *
  * Frees. call_rcu is async-signal-safe once a call_rcu worker exists (then
  * it is a nested read lock, a wait-free enqueue and maybe a futex wake);
@@ -27,70 +28,12 @@
 
 #include "storage/internal.h"
 
-/* Who registered this thread with liburcu memb: 0 nobody yet, 1 we did
- * (and unregister at exit), 2 the program did. initial-exec: no
- * allocation on first touch (handlers). */
-static __thread uint8_t st_registered __attribute__((tls_model("initial-exec")));
-
 #ifdef ST_TSAN
 char st_tsan_gp;
 #endif
 
-static pthread_key_t exit_key;
-static bool exit_key_ok;
 static pthread_mutex_t setup_mutex = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic bool setup_done;
-
-static void thread_exit(void *arg)
-{
-	sigset_t all;
-
-	(void)arg;
-	/* Signals stay blocked for the rest of the thread's life: a handler
-	 * running after this could not register again (the destructor
-	 * rounds are limited). Destructors of other keys that run after us
-	 * and use storage register again, which re-arms this one. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	if (st_registered == 1 && URCU_TLS(urcu_memb_reader).registered)
-		urcu_memb_unregister_thread();
-	st_registered = 0;
-}
-
-/* Created at load time, before almost any other key, so that its value
- * lives in the thread descriptor and pthread_setspecific never allocates
- * (glibc: keys below PTHREAD_KEY_2NDLEVEL_SIZE = 32); the thread registry
- * of src/lock relies on the same property. */
-__attribute__((constructor)) static void storage_load(void)
-{
-	exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
-}
-
-void st_register_slow(void)
-{
-	sigset_t all, old;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	/* Re-check with signals blocked: a handler may have registered the
-	 * thread between the caller's test and the mask change. */
-	if (!URCU_TLS(urcu_memb_reader).registered) {
-		if (!exit_key_ok) {
-			static const char msg[] =
-				"librqspin: storage: no pthread key for thread exit\n";
-			ssize_t r = write(2, msg, sizeof(msg) - 1);
-
-			(void)r;
-			abort();
-		}
-		urcu_memb_register_thread();
-		pthread_setspecific(exit_key, (void *)1);
-		st_registered = 1;
-	} else if (!st_registered) {
-		st_registered = 2; /* the program registered it; leave it */
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-}
 
 int st_setup(void)
 {
@@ -109,7 +52,7 @@ int st_setup(void)
 		 * the application's handlers never run on a library thread. */
 		sigfillset(&all);
 		pthread_sigmask(SIG_BLOCK, &all, &old);
-		ok = urcu_memb_get_default_call_rcu_data() != NULL;
+		ok = urcu_bp_get_default_call_rcu_data() != NULL;
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (!ok) {
 			pthread_mutex_unlock(&setup_mutex);
@@ -124,7 +67,7 @@ int st_setup(void)
 
 void st_assert_not_reading(const char *what)
 {
-	if (URCU_TLS(urcu_memb_reader).registered && urcu_memb_read_ongoing())
+	if (URCU_TLS(urcu_bp_reader) && urcu_bp_read_ongoing())
 		rqspin__misuse(what, NULL);
 }
 
@@ -188,19 +131,19 @@ void st_free_elem_rcu(struct st_elem *e)
 		return;
 	}
 	ST_TSAN_RELEASE_GP();
-	urcu_memb_call_rcu(&e->rcu, elem_free_cb);
+	urcu_bp_call_rcu(&e->rcu, elem_free_cb);
 }
 
 void st_free_local_rcu(struct st_local *l)
 {
 	ST_TSAN_RELEASE_GP();
-	urcu_memb_call_rcu(&l->rcu, local_free_cb);
+	urcu_bp_call_rcu(&l->rcu, local_free_cb);
 }
 
 void st_free_xtab_rcu(struct st_xtab *x)
 {
 	ST_TSAN_RELEASE_GP();
-	urcu_memb_call_rcu(&x->rcu, xtab_free_cb);
+	urcu_bp_call_rcu(&x->rcu, xtab_free_cb);
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -217,15 +160,14 @@ RQSPIN_API void rqspin_storage_read_unlock(void)
 
 RQSPIN_API void rqspin_storage_thread_init(void)
 {
-	if (!URCU_TLS(urcu_memb_reader).registered)
-		st_register_slow();
+	urcu_bp_register_thread(); /* idempotent */
 }
 
 RQSPIN_API void rqspin_storage_synchronize(void)
 {
 	rqspin_storage_thread_init();
 	st_assert_not_reading("rqspin_storage_synchronize inside a read-side section");
-	urcu_memb_synchronize_rcu();
+	urcu_bp_synchronize_rcu();
 	ST_TSAN_ACQUIRE_GP();
 }
 
@@ -233,6 +175,6 @@ RQSPIN_API void rqspin_storage_barrier(void)
 {
 	rqspin_storage_thread_init();
 	st_assert_not_reading("rqspin_storage_barrier inside a read-side section");
-	urcu_memb_barrier();
+	urcu_bp_barrier();
 	ST_TSAN_ACQUIRE_GP();
 }

@@ -4,12 +4,14 @@
 # liburcu type or call is visible in include/rqspin/storage.h); the static
 # library must pass it on (PUBLIC/INTERFACE) to whoever links it.
 #
-# liburcu (memb flavour) comes from pkg-config. A cross build whose sysroot
+# liburcu (bp flavour: threads register themselves, so a program may use
+# liburcu too, any flavour, in any order; see src/storage/rcu.c) comes from
+# pkg-config. A cross build whose sysroot
 # has no liburcu (scripts/test.sh's aarch64 check: only gcc-aarch64-linux-gnu
 # is installed) compiles against the build machine's urcu/ headers, which
 # are architecture-neutral apart from the <urcu/arch/*> parts chosen by the
 # compiler's own macros, and does not link liburcu: the library builds (that
-# is what the check is for) but a program must then add -lurcu-memb
+# is what the check is for) but a program must then add -lurcu-bp
 # -lurcu-common itself. Install liburcu-dev for the target for a real one.
 
 set(RQSPIN_STORAGE_SOURCES
@@ -22,25 +24,25 @@ set(RQSPIN_STORAGE_SOURCES
 
 if(NOT CMAKE_CROSSCOMPILING)
   find_package(PkgConfig REQUIRED)
-  pkg_check_modules(RQSPIN_URCU_MEMB REQUIRED liburcu-memb)
+  pkg_check_modules(RQSPIN_URCU_BP REQUIRED liburcu-bp)
   # Debian keeps the headers in a multiarch directory that is on the
   # default search path (SYSTEM: then -isystem changes nothing there).
-  include_directories(SYSTEM ${RQSPIN_URCU_MEMB_INCLUDE_DIRS})
-  # Full paths (liburcu-memb.so, liburcu-common.so): the exported targets
+  include_directories(SYSTEM ${RQSPIN_URCU_BP_INCLUDE_DIRS})
+  # Full paths (liburcu-bp.so, liburcu-common.so): the exported targets
   # carry them too.
-  set(RQSPIN_STORAGE_LIBS ${RQSPIN_URCU_MEMB_LINK_LIBRARIES})
+  set(RQSPIN_STORAGE_LIBS ${RQSPIN_URCU_BP_LINK_LIBRARIES})
 else()
-  find_path(RQSPIN_URCU_INCLUDE_DIR urcu/urcu-memb.h)
-  find_library(RQSPIN_URCU_MEMB_LIBRARY urcu-memb)
+  find_path(RQSPIN_URCU_INCLUDE_DIR urcu/urcu-bp.h)
+  find_library(RQSPIN_URCU_BP_LIBRARY urcu-bp)
   find_library(RQSPIN_URCU_COMMON_LIBRARY urcu-common)
-  if(RQSPIN_URCU_INCLUDE_DIR AND RQSPIN_URCU_MEMB_LIBRARY AND RQSPIN_URCU_COMMON_LIBRARY)
+  if(RQSPIN_URCU_INCLUDE_DIR AND RQSPIN_URCU_BP_LIBRARY AND RQSPIN_URCU_COMMON_LIBRARY)
     include_directories(SYSTEM ${RQSPIN_URCU_INCLUDE_DIR})
-    set(RQSPIN_STORAGE_LIBS ${RQSPIN_URCU_MEMB_LIBRARY} ${RQSPIN_URCU_COMMON_LIBRARY})
+    set(RQSPIN_STORAGE_LIBS ${RQSPIN_URCU_BP_LIBRARY} ${RQSPIN_URCU_COMMON_LIBRARY})
   else()
     set(_rqspin_host_urcu "")
     foreach(d /usr/include/${CMAKE_HOST_SYSTEM_PROCESSOR}-linux-gnu/urcu /usr/include/urcu
               /usr/local/include/urcu)
-      if(NOT _rqspin_host_urcu AND EXISTS ${d}/urcu-memb.h)
+      if(NOT _rqspin_host_urcu AND EXISTS ${d}/urcu-bp.h)
         set(_rqspin_host_urcu ${d})
       endif()
     endforeach()
@@ -55,7 +57,7 @@ else()
     include_directories(SYSTEM ${_rqspin_urcu_inc})
     set(RQSPIN_STORAGE_LIBS "")
     message(STATUS "storage: no liburcu for ${CMAKE_SYSTEM_PROCESSOR}; compiling against "
-                   "${_rqspin_host_urcu}, not linking liburcu (programs add -lurcu-memb "
+                   "${_rqspin_host_urcu}, not linking liburcu (programs add -lurcu-bp "
                    "-lurcu-common)")
   endif()
 endif()

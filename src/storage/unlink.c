@@ -5,24 +5,40 @@
  *
  * Owner destruction cannot fail and must not wait for other threads (it is
  * async-signal-safe: its handler may have interrupted the very code that
- * holds the owner's lock). It marks the storage ST_GONE and tries the lock;
- * if that fails, whoever holds the lock does the cleanup when it releases
- * it (st_local_unlock). The hand-off cannot be lost: the destroyer stores
- * ST_GONE then reads the lock word, a holder stores the unlock then reads
- * the flags, each with a seq_cst fence in between (store-buffering with
- * fences): at least one of them sees the other's store. A destroyer that
- * sees the lock word released takes the lock and cleans up itself; a holder
- * that sees ST_GONE takes the lock again and cleans up. ST_CLEANED (set
- * under the lock) makes the cleanup happen once. This replaces the
- * kernel's wait on owner_refcnt and its possible 176-byte leak.
+ * holds the owner's lock). It puts the tombstone in the owner word (so
+ * nothing can be created on the owner again, see st_dead), marks the
+ * storage ST_GONE and tries the lock once; if that fails, whoever holds
+ * the lock does the cleanup when it releases it (st_local_unlock). The
+ * hand-off cannot be lost: the destroyer stores ST_GONE then reads the
+ * lock word, a holder stores the unlock then reads the flags, each with a
+ * seq_cst fence in between (store-buffering with fences): of the
+ * destroyer and the last holder to unlock, at least one sees the other's
+ * store. A destroyer that sees the lock word released takes the lock and
+ * cleans up itself; a holder that sees ST_GONE tries the lock again and
+ * cleans up. ST_CLEANED (set under the lock) makes the cleanup happen
+ * once. This replaces the kernel's wait on owner_refcnt and its possible
+ * 176-byte leak.
  *
  * Per element, the cleanup unlinks the storage side (under the storage lock
- * it holds) and tries the map side (bucket lock, nested in the right order);
- * when the bucket lock fails, map_destroy, which retries until it gets
- * every bucket lock, finishes that side. Whichever side comes second frees
- * the element (elem->state).
+ * it holds) and tries the map side (bucket lock, nested in the right order,
+ * tried once). When the bucket lock is taken, the element is left on the
+ * list with its storage side done, and the bucket's holder sweeps it when
+ * it unlocks, by the same hand-off on the bucket's sweep flag
+ * (st_bucket_unlock). Whichever side comes second frees the element
+ * (elem->state). Lookups that walk a bucket skip such leftovers: their
+ * storage may be freed and its address reused by another owner's.
  */
 #include "storage/internal.h"
+
+/* The tombstone (see internal.h): flags say "gone and cleaned" to anyone
+ * who looks; its index is the inline one, empty, seq 0 for good. */
+union st_dead_local st_dead = {
+	.l = {
+		.flags = ST_GONE | ST_CLEANED,
+		.tab = &st_dead.l.itab,
+		.itab = { .mask = ST_INLINE_SLOTS - 1 },
+	},
+};
 
 int st_link_map(struct st_elem *e, struct rqspin_storage_map *m)
 {
@@ -32,6 +48,13 @@ int st_link_map(struct st_elem *e, struct rqspin_storage_map *m)
 
 	if (!st_lock_ok(ret))
 		return ret;
+	/* relaxed: map_destroy sets it before it takes this lock to sweep;
+	 * if we got the lock after that, its unlock carries the store to
+	 * us; if before, it finds e on the list. */
+	if (ST_UNLIKELY(atomic_load_explicit(&m->dying, memory_order_relaxed))) {
+		st_bucket_unlock(b);
+		return -EIDRM;
+	}
 	first = atomic_load_explicit(&b->head, memory_order_relaxed);
 	atomic_store_explicit(&e->bnext, first, memory_order_relaxed);
 	e->bpprev = &b->head;
@@ -39,15 +62,14 @@ int st_link_map(struct st_elem *e, struct rqspin_storage_map *m)
 		first->bpprev = &e->bnext;
 	/* release: iterators that load the head see e initialised. */
 	atomic_store_explicit(&b->head, e, memory_order_release);
-	rqspin_unlock(&b->lock);
+	st_bucket_unlock(b);
 	return 0;
 }
 
-uint32_t st_unlink_map_locked(struct rqspin_storage_map *m, struct st_elem *e)
+uint32_t st_unlink_map_locked(struct st_elem *e)
 {
 	struct st_elem *next = atomic_load_explicit(&e->bnext, memory_order_relaxed);
 
-	(void)m;
 	/* relaxed: the successor was published when it was linked; walkers
 	 * that reach it through this store need nothing new. e->bnext stays
 	 * as it is, so a walker standing on e continues. */
@@ -62,6 +84,62 @@ uint32_t st_unlink_map_locked(struct rqspin_storage_map *m, struct st_elem *e)
 	return atomic_fetch_or_explicit(&e->state, ST_MAP_UNLINKED, memory_order_acq_rel);
 }
 
+/* Unlink and free the leftovers of owners' cleanups. Bucket lock held. */
+static void bucket_sweep_locked(struct st_bucket *b)
+{
+	struct st_elem *e;
+
+	/* acquire: pairs with the release of bucket_ask_sweep, so the
+	 * storage-side bits set before any request we consume are seen. */
+	if (!atomic_exchange_explicit(&b->sweep, 0, memory_order_acquire))
+		return;
+	e = atomic_load_explicit(&b->head, memory_order_relaxed);
+	while (e) {
+		struct st_elem *next = atomic_load_explicit(&e->bnext, memory_order_relaxed);
+
+		/* relaxed: ordered by the exchange above. The storage side is
+		 * done: e's storage may be freed; only e's own fields are
+		 * read (st_free_elem_rcu reads e->local only for an embedded
+		 * element, whose storage waits for it). */
+		if (atomic_load_explicit(&e->state, memory_order_relaxed) & ST_STORAGE_UNLINKED) {
+			st_unlink_map_locked(e);
+			st_free_elem_rcu(e);
+		}
+		e = next;
+	}
+}
+
+void st_bucket_unlock(struct st_bucket *b)
+{
+	for (;;) {
+		rqspin_unlock(&b->lock);
+		/* seq_cst fence: our unlock before our read of the flag; pairs
+		 * with the fence in bucket_ask_sweep (the storage lock's
+		 * hand-off, file comment). */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (ST_LIKELY(!atomic_load_explicit(&b->sweep, memory_order_relaxed)))
+			return;
+		/* Taken again (a waiter got in): its holder's unlock sweeps. */
+		if (!rqspin_trylock(&b->lock))
+			return;
+		bucket_sweep_locked(b);
+	}
+}
+
+/* e (storage side done) stays on b's list: have b's holder sweep it. */
+static __attribute__((noinline, cold)) void bucket_ask_sweep(struct st_bucket *b)
+{
+	/* seq_cst store (release: the caller's storage-side OR before the
+	 * request), then a seq_cst fence before our read of the lock word:
+	 * pairs with the fence in st_bucket_unlock. */
+	atomic_store_explicit(&b->sweep, 1, memory_order_seq_cst);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (rqspin_trylock(&b->lock)) {
+		bucket_sweep_locked(b);
+		st_bucket_unlock(b);
+	}
+}
+
 /* The storage is gone and locked by us: unlink everything. */
 static void local_cleanup(struct st_local *l)
 {
@@ -70,32 +148,39 @@ static void local_cleanup(struct st_local *l)
 	for (uint32_t i = 0; i <= t->mask; i++) {
 		struct st_elem *e = atomic_load_explicit(&t->slot[i].elem, memory_order_relaxed);
 		struct rqspin_storage_map *m;
+		struct st_bucket *b;
 		uint32_t st;
 
 		if (!e)
 			continue;
-		/* acquire: if map_destroy already did the map side (and
-		 * cleared map), we see its state bit. */
-		st = atomic_load_explicit(&e->state, memory_order_acquire);
+		/* Read before the storage side is marked: from then on a
+		 * map_destroy may unlink and free e (after a grace period;
+		 * we are in a read section, and so is the map, which
+		 * map_destroy frees after one too). NULL: the map side is
+		 * being unlinked, and its unlinker frees e. */
 		m = atomic_load_explicit(&e->map, memory_order_relaxed);
-		if (!(st & ST_MAP_UNLINKED) && m) {
-			/* m stays allocated: map_destroy frees it only after
-			 * a grace period, and we are in a read section. */
-			struct st_bucket *b = st_bucket_of(m, l);
-
-			if (st_lock_ok(rqspin_lock(&b->lock))) {
-				if (!(atomic_load_explicit(&e->state, memory_order_relaxed) &
-				      ST_MAP_UNLINKED))
-					st_unlink_map_locked(m, e);
-				rqspin_unlock(&b->lock);
-			}
-		}
 		/* acq_rel: see st_unlink_map_locked. The slot itself is
 		 * emptied below; until then only this lock holder reads it
-		 * (probes of a gone storage are misuse, and harmless). */
+		 * (a probe of a gone storage comes from a caller racing the
+		 * owner's destruction, or a handler that destroyed it). */
 		st = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED, memory_order_acq_rel);
-		if (st & ST_MAP_UNLINKED)
+		if (st & ST_MAP_UNLINKED) {
 			st_free_elem_rcu(e);
+			continue;
+		}
+		if (!m)
+			continue;
+		b = st_bucket_of(m, l);
+		/* Tried once: owner destruction never waits. */
+		if (rqspin_trylock(&b->lock)) {
+			if (!(atomic_load_explicit(&e->state, memory_order_relaxed) & ST_MAP_UNLINKED)) {
+				st_unlink_map_locked(e);
+				st_free_elem_rcu(e); /* both sides done, by us */
+			}
+			st_bucket_unlock(b);
+		} else {
+			bucket_ask_sweep(b);
+		}
 	}
 	st_tab_release_all(l);
 }
@@ -107,12 +192,15 @@ void st_local_finish_gone(struct st_local *l)
 	/* relaxed: a stale "not cleaned" only costs a lock attempt. */
 	if (atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_CLEANED)
 		return;
-	if (!st_lock_ok(rqspin_lock(&l->lock)))
-		return; /* the holder sees ST_GONE when it unlocks */
+	/* Tried once: the holder sees ST_GONE when it unlocks. (A thread
+	 * that died holding the lock never does: its storage then stays, as
+	 * everything else it held would.) */
+	if (!rqspin_trylock(&l->lock))
+		return;
 	if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_CLEANED)) {
 		local_cleanup(l);
 		/* acq_rel: see st_release_embedded. If the embedded element
-		 * still waits for its map side, map_destroy frees the storage. */
+		 * still waits for its map side, that side frees the storage. */
 		do_free = !(atomic_fetch_or_explicit(&l->flags, ST_CLEANED, memory_order_acq_rel) &
 			    ST_EMB_LIVE);
 	}
@@ -123,27 +211,33 @@ void st_local_finish_gone(struct st_local *l)
 		st_free_local_rcu(l);
 }
 
-void st_local_unlock(struct st_local *l)
+bool st_local_unlock(struct st_local *l)
 {
 	rqspin_unlock(&l->lock);
 	/* seq_cst fence: our unlock before our read of the flags; pairs with
 	 * the fence in rqspin_storage_owner_destroy (file comment). */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (ST_UNLIKELY(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE))
-		st_local_finish_gone(l);
+	if (ST_LIKELY(!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE)))
+		return false;
+	st_local_finish_gone(l);
+	return true;
 }
 
 RQSPIN_API void rqspin_storage_owner_destroy(struct rqspin_storage_owner *owner)
 {
+	uintptr_t w;
 	struct st_local *l;
 
 	if (!owner)
 		return;
 	st_read_lock();
 	/* acq_rel: we take over the storage published with release, and
-	 * nobody will find it through the owner again. */
-	l = st_local_of(__atomic_exchange_n((uintptr_t *)&owner->storage_, 0, __ATOMIC_ACQ_REL));
-	if (l) {
+	 * nobody will find it through the owner again; the tombstone makes
+	 * every later creation on this owner fail (create_elem's CAS
+	 * expects 0), from any thread or handler. */
+	w = __atomic_exchange_n((uintptr_t *)&owner->storage_, ST_OWNER_DEAD, __ATOMIC_ACQ_REL);
+	if (w && w != ST_OWNER_DEAD) {
+		l = st_local_of(w);
 		/* relaxed: iterators only use it to name the owner. */
 		atomic_store_explicit(&l->owner, NULL, memory_order_relaxed);
 		/* seq_cst RMW, then a seq_cst fence: ST_GONE before our first
