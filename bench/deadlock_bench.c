@@ -1090,7 +1090,7 @@ static void dl_json_registered(struct json *j, const struct dl_results *r)
 	const struct dl_config *c = r->cfg;
 
 	json_begin_array(j, "detection_by_registered");
-	for (size_t k = 0; k < c->nregistered; k++) {
+	for (size_t k = 0; (c->run_abba || c->run_cycle) && k < c->nregistered; k++) {
 		json_begin_object(j, NULL);
 		json_uint(j, "registered", c->registered[k]);
 		for (size_t i = 0; i < r->nscen; i++) {
