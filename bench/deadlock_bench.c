@@ -8,9 +8,14 @@
  *           -EDEADLK (target: median < 10 us);
  *  abba     two threads hold A and B, meet at a barrier, then each locks the
  *           other's lock: time from the barrier (the last arrival) to the
- *           first -EDEADLK (target: p99 < 5 ms); the thread that was not
- *           refused gets its lock once the refused one lets go;
- *  cycle3   the same with three threads, A->B->C->A (p99 < 20 ms);
+ *           first -EDEADLK; the thread that was not refused gets its lock
+ *           once the refused one lets go;
+ *  cycle3   the same with three threads, A->B->C->A;
+ *           both once per number of registered threads (--registered):
+ *           extra live threads that took and released a lock of their own
+ *           (so each holds a registry slot the deadlock search walks past)
+ *           and sleep on a futex during the trials. Targets: p99 <= 50 us
+ *           with up to 64 registered threads, <= 1 ms with 16 000;
  *  timeout  a thread holds L; another calls rqspin_lock_timeout(&L, T) as
  *           the only waiter (the pending-bit position, whose budget is T):
  *           elapsed / T (target: within +10%, i.e. [1.0, 1.1] at the median);
@@ -27,6 +32,8 @@
  * finish in DL_HANG_S seconds is reported and the process ends (exit 1).
  */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -36,6 +43,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <rqspin/lock_diag.h>
@@ -61,6 +69,9 @@
 #define ALL_QUICK_TIMEOUT_TRIALS 5
 #define DEF_HEAD_MS 10
 #define DEF_TIMEOUTS "1,10,50"
+#define DEF_REGISTERED "1,8,64,1024,16000"
+#define MAX_REGISTERED 100000u
+#define REG_STACK_BYTES (64u * 1024u)
 
 struct dl_lock {
 	alignas(BL_CACHELINE) rqspinlock_t l;
@@ -137,6 +148,14 @@ static void scen_finish(struct dl_scen *s)
 	s->p99 = quantile(s->v, s->done, 0.99);
 	s->max = s->done ? s->v[s->done - 1] : NAN;
 	s->min = s->done ? s->v[0] : NAN;
+	if (s->v_call && s->v_start) {
+		qsort(s->v_call, s->done, sizeof(double), cmp_double);
+		qsort(s->v_start, s->done, sizeof(double), cmp_double);
+		s->call_p50 = quantile(s->v_call, s->done, 0.50);
+		s->call_p99 = quantile(s->v_call, s->done, 0.99);
+		s->start_p50 = quantile(s->v_start, s->done, 0.50);
+		s->start_p99 = quantile(s->v_start, s->done, 0.99);
+	}
 }
 
 static void count_ret(struct dl_scen *s, int r)
@@ -171,6 +190,9 @@ static void stats_delta(struct rqspin_lock_stats *d, const struct rqspin_lock_st
 	d->queued = b->queued - a->queued;
 	d->fast = b->fast - a->fast;
 	d->stolen = b->stolen - a->stolen;
+	d->deadlock_checks = b->deadlock_checks - a->deadlock_checks;
+	d->stall_checks = b->stall_checks - a->stall_checks;
+	d->deadline_extended = b->deadline_extended - a->deadline_extended;
 }
 
 /* Compare the library's counters over the measured trials with the
@@ -363,6 +385,119 @@ static void run_aa(struct dl_scen *s)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Registered threads: live, holding a registry slot, asleep                 */
+
+/*
+ * A deadlock search looks for the holder of a lock through the registry of
+ * threads, so its cost grows with the number of slots. The pool's threads
+ * each take and release a lock of their own (their first lock call claims
+ * a slot), then sleep on a futex until the pool is stopped. They are
+ * started before a scenario's own threads, which then take the slots after
+ * theirs: a search walks past every registered thread.
+ */
+struct reg_pool {
+	pthread_t *th;
+	unsigned want, created;
+	uint32_t gate;                /* futex word: 0 sleep, 1 leave */
+	_Atomic unsigned registered;  /* lock call done, 0 returned */
+	_Atomic unsigned failed;      /* lock call returned an error */
+	double setup_s;               /* creation until every thread registered */
+	char note[96];                /* why fewer than want were created */
+};
+
+static void *reg_thread(void *p)
+{
+	struct reg_pool *rp = p;
+	rqspinlock_t own;
+	int r;
+
+	rqspin_lock_init(&own);
+	r = rqspin_lock(&own);
+	if (r == 0 || r == -EOWNERDEAD)
+		rqspin_unlock(&own);
+	/* relaxed: the main thread only counts arrivals; the slot itself is
+	 * published by the library's own atomics. */
+	atomic_fetch_add_explicit(r ? &rp->failed : &rp->registered, 1, memory_order_relaxed);
+	/* relaxed: the gate hands over no data, only "leave"; a wake-up that
+	 * finds 0 (spurious) sleeps again. */
+	while (__atomic_load_n(&rp->gate, __ATOMIC_RELAXED) == 0)
+		syscall(SYS_futex, &rp->gate, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	return NULL;
+}
+
+static void reg_pool_stop(struct reg_pool *rp)
+{
+	__atomic_store_n(&rp->gate, 1, __ATOMIC_RELAXED);
+	syscall(SYS_futex, &rp->gate, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	for (unsigned i = 0; i < rp->created; i++)
+		pthread_join(rp->th[i], NULL);
+	free(rp->th);
+	rp->th = NULL;
+	rp->created = 0;
+}
+
+/* Start want threads with small stacks. Returns false (and says why in
+ * note, with every started thread joined again) when the machine refuses
+ * a thread or a thread's lock call fails. */
+static bool reg_pool_start(struct reg_pool *rp, unsigned want)
+{
+	size_t stack = REG_STACK_BYTES;
+	long min = sysconf(_SC_THREAD_STACK_MIN);
+	pthread_attr_t attr;
+	uint64_t t0 = suite_now_ns();
+	int e = 0;
+
+	memset(rp, 0, sizeof(*rp));
+	rp->want = want;
+	if (!want)
+		return true;
+	if (min > 0 && (size_t)min > stack)
+		stack = (size_t)min;
+	rp->th = calloc(want, sizeof(*rp->th));
+	if (!rp->th) {
+		snprintf(rp->note, sizeof(rp->note), "out of memory");
+		return false;
+	}
+	if ((e = pthread_attr_init(&attr)) != 0) {
+		snprintf(rp->note, sizeof(rp->note), "pthread_attr_init: %s", strerror(e));
+		free(rp->th);
+		rp->th = NULL;
+		return false;
+	}
+	if ((e = pthread_attr_setstacksize(&attr, stack)) != 0) {
+		snprintf(rp->note, sizeof(rp->note), "pthread_attr_setstacksize: %s", strerror(e));
+		pthread_attr_destroy(&attr);
+		free(rp->th);
+		rp->th = NULL;
+		return false;
+	}
+	for (; rp->created < want; rp->created++) {
+		e = pthread_create(&rp->th[rp->created], &attr, reg_thread, rp);
+		if (e)
+			break;
+	}
+	pthread_attr_destroy(&attr);
+	if (e) {
+		snprintf(rp->note, sizeof(rp->note), "pthread_create: %s after %u threads",
+			 strerror(e), rp->created);
+		reg_pool_stop(rp);
+		return false;
+	}
+	DL_WAIT_FOR(atomic_load_explicit(&rp->registered, memory_order_relaxed) +
+				    atomic_load_explicit(&rp->failed, memory_order_relaxed) ==
+			    want,
+		    "registered threads: their first lock call");
+	rp->setup_s = (double)(suite_now_ns() - t0) / 1e9;
+	if (atomic_load_explicit(&rp->failed, memory_order_relaxed)) {
+		snprintf(rp->note, sizeof(rp->note), "%u of %u registered threads: lock call failed",
+			 atomic_load_explicit(&rp->failed, memory_order_relaxed), want);
+		reg_pool_stop(rp);
+		return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
 /* abba / cycle3: n threads, thread i holds lock i and wants lock i+1 mod n */
 
 struct cyc {
@@ -376,7 +511,7 @@ struct cyc {
 	struct {
 		alignas(BL_CACHELINE) int own_ret;
 		int ret;
-		uint64_t t_end;
+		uint64_t t_call, t_end;
 	} th[3];
 };
 
@@ -415,6 +550,7 @@ static void *cyc_thread(void *p)
 					sched_yield();
 			}
 		}
+		c->th[i].t_call = suite_now_ns();
 		if (r0 == 0) {
 			r = rqspin_lock(other);
 			c->th[i].t_end = suite_now_ns();
@@ -509,10 +645,15 @@ static void dl_report_hook(const struct rqspin_report *rep, void *arg)
  * when measure is set. */
 static void cyc_trial(struct cyc *c, struct dl_scen *s, unsigned trial, bool measure)
 {
-	uint64_t first = UINT64_MAX, tb;
+	uint64_t first = UINT64_MAX, first_call = 0, last_call = 0, tb, checks;
 	int first_ret = 0;
 	bool any = false;
+	struct rqspin_lock_stats b, a;
 
+	/* The searches of this trial: the scenario's threads are idle
+	 * between trials, the registered ones asleep. */
+	if (measure)
+		rqspin_lock_stats_get(&b);
 	atomic_store_explicit(&c->arrived, 0, memory_order_relaxed);
 	atomic_store_explicit(&c->done, 0, memory_order_relaxed);
 	atomic_store_explicit(&c->go, trial, memory_order_release);
@@ -520,6 +661,14 @@ static void cyc_trial(struct cyc *c, struct dl_scen *s, unsigned trial, bool mea
 		    c->n == 2 ? "abba trial" : "cycle trial");
 	if (!measure)
 		return;
+	rqspin_lock_stats_get(&a);
+	checks = a.deadlock_checks - b.deadlock_checks;
+	s->checks_sum += checks;
+	if (!s->checks_n || checks < s->checks_min)
+		s->checks_min = checks;
+	if (checks > s->checks_max)
+		s->checks_max = checks;
+	s->checks_n++;
 	tb = atomic_load_explicit(&c->t_barrier, memory_order_relaxed);
 	for (unsigned i = 0; i < c->n; i++) {
 		int r = c->th[i].own_ret ? c->th[i].own_ret : c->th[i].ret;
@@ -527,9 +676,12 @@ static void cyc_trial(struct cyc *c, struct dl_scen *s, unsigned trial, bool mea
 		count_ret(s, r);
 		if (r && r != -EOWNERDEAD && c->th[i].t_end < first) {
 			first = c->th[i].t_end;
+			first_call = c->th[i].t_call;
 			first_ret = r;
 			any = true;
 		}
+		if (c->th[i].t_call > last_call)
+			last_call = c->th[i].t_call;
 	}
 	if (!any) {
 		s->no_failure++;
@@ -537,6 +689,10 @@ static void cyc_trial(struct cyc *c, struct dl_scen *s, unsigned trial, bool mea
 	}
 	if (first_ret != -EDEADLK)
 		s->first_not_deadlk++;
+	if (s->v_call && s->v_start) {
+		s->v_call[s->done] = first > first_call ? (double)(first - first_call) : 0;
+		s->v_start[s->done] = last_call > tb ? (double)(last_call - tb) : 0;
+	}
 	s->v[s->done++] = first > tb ? (double)(first - tb) : 0;
 }
 
@@ -570,6 +726,9 @@ static void run_cycle(struct dl_scen *s, unsigned n)
 	for (unsigned k = 0; k < s->trials; k++)
 		cyc_trial(c, s, ++trial, true);
 	rqspin_lock_stats_get(&a);
+	/* After the trials: the scenario's threads registered in the first. */
+	s->reg_slots = a.slots_in_use;
+	s->reg_high_water = a.slots_high_water;
 	stats_delta(&s->lib, &b, &a);
 	stats_check(s, n == 2 ? "abba" : "cycle");
 
@@ -791,15 +950,73 @@ static const char *scen_target(const struct dl_scen *s)
 	case DL_AA:
 		return "p50 < 10us";
 	case DL_ABBA:
-		return "p99 < 5ms";
-	case DL_CYCLE:
-		return "p99 < 20ms";
+	case DL_CYCLE: {
+		double lim = dl_reg_limit_us(s->registered);
+
+		if (s->reg_skipped)
+			return "(skipped)";
+		return isnan(lim) ? "(info)" : lim == DL_LIMIT_SMALL_US ? "p99 <= 50us" : "p99 <= 1ms";
+	}
 	case DL_TIMEOUT:
 		return "p50 in [1.0,1.1]";
 	case DL_HEAD:
 		return "(info, 2T)";
 	}
 	return "";
+}
+
+static const char *scen_status(const struct dl_results *r, const struct dl_scen *s)
+{
+	enum verdict_status vs;
+
+	if (s->verdict < 0)
+		return "-";
+	vs = r->verdicts.v[s->verdict].status;
+	return vs == V_PASS ? "PASS" : vs == V_FAIL ? "FAIL" : "info";
+}
+
+/* abba / cycle3 against the number of registered threads, in us. */
+static void dl_print_registered(FILE *f, const struct dl_results *r)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < r->nscen; i++)
+		any |= r->scen[i].kind == DL_ABBA || r->scen[i].kind == DL_CYCLE;
+	if (!any)
+		return;
+	fprintf(f,
+		"Detection against registered threads, in us (registered: extra live threads with\n"
+		"a registry slot, asleep; slots: registry slots in use / high water; p50 p99 max:\n"
+		"barrier to the first -EDEADLK; call: that refused rqspin_lock call alone; start:\n"
+		"barrier to the last thread's call; checks: the library's deadlock_checks per\n"
+		"trial, mean (min..max))\n");
+	fprintf(f, "  %-13s %10s %13s %9s %9s %9s %9s %9s %9s  %-16s %-12s %s\n", "scenario",
+		"registered", "slots", "p50", "p99", "max", "call p50", "call p99", "start p50",
+		"checks/trial", "target", "verdict");
+	for (size_t i = 0; i < r->nscen; i++) {
+		const struct dl_scen *s = &r->scen[i];
+		char slots[24], ck[32];
+
+		if (s->kind != DL_ABBA && s->kind != DL_CYCLE)
+			continue;
+		if (s->reg_skipped) {
+			fprintf(f, "  %-13s %10u  skipped: %s\n", s->name, s->registered, s->reg_note);
+			continue;
+		}
+		snprintf(slots, sizeof(slots), "%llu/%llu", (unsigned long long)s->reg_slots,
+			 (unsigned long long)s->reg_high_water);
+		if (s->checks_n)
+			snprintf(ck, sizeof(ck), "%.2f (%llu..%llu)",
+				 (double)s->checks_sum / s->checks_n,
+				 (unsigned long long)s->checks_min, (unsigned long long)s->checks_max);
+		else
+			snprintf(ck, sizeof(ck), "-");
+		fprintf(f, "  %-13s %10u %13s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f  %-16s %-12s %s\n",
+			s->name, s->registered, slots, s->p50 / 1e3, s->p99 / 1e3, s->max / 1e3,
+			s->call_p50 / 1e3, s->call_p99 / 1e3, s->start_p50 / 1e3, ck, scen_target(s),
+			scen_status(r, s));
+	}
+	fputc('\n', f);
 }
 
 static void dl_print(FILE *f, const struct dl_results *r)
@@ -842,6 +1059,7 @@ static void dl_print(FILE *f, const struct dl_results *r)
 			(unsigned long long)s->r_other, scen_target(s), st);
 	}
 	fputc('\n', f);
+	dl_print_registered(f, r);
 	fprintf(f, "Checks: library counters over the measured trials, reports (hook, %d extra\n"
 		   "trials), the waiter's position, the locks afterwards\n",
 		DL_REPORT_TRIALS);
@@ -866,6 +1084,45 @@ static void dl_print(FILE *f, const struct dl_results *r)
 	vl_print(f, "Verdicts (deadlock; issue 3 targets):", &r->verdicts, &r->load);
 }
 
+/* The per-size summary: for each registered size, abba and cycle3 in us. */
+static void dl_json_registered(struct json *j, const struct dl_results *r)
+{
+	const struct dl_config *c = r->cfg;
+
+	json_begin_array(j, "detection_by_registered");
+	for (size_t k = 0; (c->run_abba || c->run_cycle) && k < c->nregistered; k++) {
+		json_begin_object(j, NULL);
+		json_uint(j, "registered", c->registered[k]);
+		for (size_t i = 0; i < r->nscen; i++) {
+			const struct dl_scen *s = &r->scen[i];
+			const char *st = scen_status(r, s);
+
+			if ((s->kind != DL_ABBA && s->kind != DL_CYCLE) ||
+			    s->registered != c->registered[k])
+				continue;
+			json_begin_object(j, s->kind == DL_ABBA ? "abba" : "cycle3");
+			json_bool(j, "skipped", s->reg_skipped);
+			json_uint(j, "trials", s->done);
+			json_double(j, "p50_us", s->p50 / 1e3);
+			json_double(j, "p99_us", s->p99 / 1e3);
+			json_double(j, "max_us", s->max / 1e3);
+			json_double(j, "call_p50_us", s->call_p50 / 1e3);
+			json_double(j, "call_p99_us", s->call_p99 / 1e3);
+			json_double(j, "start_p50_us", s->start_p50 / 1e3);
+			json_double(j, "start_p99_us", s->start_p99 / 1e3);
+			json_double(j, "deadlock_checks_per_trial",
+				    s->checks_n ? (double)s->checks_sum / s->checks_n : NAN);
+			json_double(j, "target_p99_us", dl_reg_limit_us(s->registered));
+			json_string(j, "verdict", strcmp(st, "PASS") == 0   ? "pass"
+						  : strcmp(st, "FAIL") == 0 ? "fail"
+									    : "info");
+			json_end_object(j);
+		}
+		json_end_object(j);
+	}
+	json_end_array(j);
+}
+
 static int dl_json(const char *path, const struct dl_results *r)
 {
 	const struct dl_config *c = r->cfg;
@@ -881,6 +1138,10 @@ static int dl_json(const char *path, const struct dl_results *r)
 	json_begin_array(&j, "timeouts_ms");
 	for (size_t i = 0; i < c->ntimeouts; i++)
 		json_uint(&j, NULL, c->timeouts_ms[i]);
+	json_end_array(&j);
+	json_begin_array(&j, "registered");
+	for (size_t i = 0; i < c->nregistered; i++)
+		json_uint(&j, NULL, c->registered[i]);
 	json_end_array(&j);
 	json_bool(&j, "quick", c->quick);
 	json_end_object(&j);
@@ -908,6 +1169,18 @@ static int dl_json(const char *path, const struct dl_results *r)
 		json_uint(&j, "other", s->r_other);
 		json_end_object(&j);
 		if (s->kind == DL_ABBA || s->kind == DL_CYCLE) {
+			json_uint(&j, "registered", s->registered);
+			json_bool(&j, "registered_skipped", s->reg_skipped);
+			if (s->reg_skipped)
+				json_string(&j, "skip_reason", s->reg_note);
+			json_uint(&j, "registry_slots_in_use", s->reg_slots);
+			json_uint(&j, "registry_high_water", s->reg_high_water);
+			json_double(&j, "registered_setup_seconds", s->reg_setup_s);
+			json_begin_object(&j, "deadlock_checks_per_trial");
+			json_double(&j, "mean", s->checks_n ? (double)s->checks_sum / s->checks_n : NAN);
+			json_uint(&j, "min", s->checks_min);
+			json_uint(&j, "max", s->checks_max);
+			json_end_object(&j);
 			json_uint(&j, "first_failure_not_edeadlk", s->first_not_deadlk);
 			json_uint(&j, "trials_without_failure", s->no_failure);
 			json_uint(&j, "report_trials", s->rep_trials);
@@ -928,6 +1201,7 @@ static int dl_json(const char *path, const struct dl_results *r)
 		json_end_object(&j);
 	}
 	json_end_array(&j);
+	dl_json_registered(&j, r);
 	vl_json(&j, "verdicts", &r->verdicts);
 	json_bool(&j, "ok", !r->broken);
 	json_end_object(&j);
@@ -941,22 +1215,28 @@ static int dl_csv(const char *path, const struct dl_results *r)
 	if (!f)
 		return -1;
 	fprintf(f, "scenario,unit,timeout_ns,trials,p50,p90,p99,max,min,ret_ok,ret_edeadlk,"
-		   "ret_etimedout,ret_other,stats_ok,locks_ok,verdict\n");
+		   "ret_etimedout,ret_other,stats_ok,locks_ok,verdict,registered,checks_per_trial\n");
 	for (size_t i = 0; i < r->nscen; i++) {
 		const struct dl_scen *s = &r->scen[i];
 		const char *st = "";
+		char reg[16] = "", ck[32] = "";
 
 		if (s->verdict >= 0) {
 			enum verdict_status vs = r->verdicts.v[s->verdict].status;
 
 			st = vs == V_PASS ? "pass" : vs == V_FAIL ? "fail" : "info";
 		}
-		fprintf(f, "%s,%s,%llu,%u,%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%llu,%llu,%llu,%d,%d,%s\n",
+		if (s->kind == DL_ABBA || s->kind == DL_CYCLE) {
+			snprintf(reg, sizeof(reg), "%u", s->registered);
+			if (s->checks_n)
+				snprintf(ck, sizeof(ck), "%.6g", (double)s->checks_sum / s->checks_n);
+		}
+		fprintf(f, "%s,%s,%llu,%u,%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%llu,%llu,%llu,%d,%d,%s,%s,%s\n",
 			s->name, s->ratio ? (s->kind == DL_HEAD ? "elapsed/2T" : "elapsed/T") : "ns",
 			(unsigned long long)s->t_ns, s->done, s->p50, s->p90, s->p99, s->max, s->min,
 			(unsigned long long)s->r_ok, (unsigned long long)s->r_deadlk,
 			(unsigned long long)s->r_timedout, (unsigned long long)s->r_other, s->stats_ok,
-			s->locks_ok, st);
+			s->locks_ok, st, reg, ck);
 	}
 	return report_close(f, "--csv", path);
 }
@@ -982,8 +1262,64 @@ static struct dl_scen *scen_add(struct dl_results *r, enum dl_kind kind, const c
 	s->v = calloc(trials ? trials : 1, sizeof(double));
 	if (!s->v)
 		return NULL;
+	if (kind == DL_ABBA || kind == DL_CYCLE) {
+		s->v_call = calloc(trials ? trials : 1, sizeof(double));
+		s->v_start = calloc(trials ? trials : 1, sizeof(double));
+		if (!s->v_call || !s->v_start) {
+			free(s->v);
+			free(s->v_call);
+			free(s->v_start);
+			return NULL;
+		}
+	}
 	r->nscen++;
 	return s;
+}
+
+/* abba and cycle3 with `reg` registered threads asleep. A size the
+ * machine refuses is reported as skipped (scenarios without trials). */
+static void run_registered(struct dl_results *r, const struct dl_config *c, unsigned reg)
+{
+	struct reg_pool pool;
+	bool ok;
+	struct dl_scen *s;
+	char name[32];
+
+	cli_progress(c->quiet, "[deadlock] %u registered threads: starting...", reg);
+	ok = reg_pool_start(&pool, reg);
+	if (ok)
+		cli_progress(c->quiet, " %.2f s\n", pool.setup_s);
+	else
+		cli_progress(c->quiet, " skipped: %s\n", pool.note);
+	for (unsigned n = 2; n <= 3; n++) {
+		if (!(n == 2 ? c->run_abba : c->run_cycle))
+			continue;
+		snprintf(name, sizeof(name), "%s-r%u", n == 2 ? "abba" : "cycle3", reg);
+		s = scen_add(r, n == 2 ? DL_ABBA : DL_CYCLE, name, c->trials, 0);
+		if (!s)
+			break;
+		s->registered = reg;
+		if (!ok) {
+			s->reg_skipped = true;
+			snprintf(s->reg_note, sizeof(s->reg_note), "%s", pool.note);
+			s->stats_ok = s->locks_ok = true;
+			snprintf(s->stats_note, sizeof(s->stats_note), "not run");
+			snprintf(s->locks_note, sizeof(s->locks_note), "not run");
+			continue;
+		}
+		s->reg_setup_s = pool.setup_s;
+		cli_progress(c->quiet, "[deadlock] %s, %u threads, %u registered...",
+			     n == 2 ? "abba" : "A->B->C->A", n, reg);
+		run_cycle(s, n);
+		cli_progress(c->quiet, " done\n");
+	}
+	if (ok) {
+		uint64_t t0 = suite_now_ns();
+
+		reg_pool_stop(&pool);
+		cli_progress(c->quiet, "[deadlock] %u registered threads: joined in %.2f s\n", reg,
+			     (double)(suite_now_ns() - t0) / 1e9);
+	}
 }
 
 static int dl_execute(const struct dl_config *c, size_t *pass, size_t *fail)
@@ -1010,16 +1346,10 @@ static int dl_execute(const struct dl_config *c, size_t *pass, size_t *fail)
 		run_aa(s);
 		cli_progress(c->quiet, " done\n");
 	}
-	if (c->run_abba && (s = scen_add(r, DL_ABBA, "abba", c->trials, 0))) {
-		cli_progress(c->quiet, "[deadlock] abba, 2 threads...");
-		run_cycle(s, 2);
-		cli_progress(c->quiet, " done\n");
-	}
-	if (c->run_cycle && (s = scen_add(r, DL_CYCLE, "cycle3", c->trials, 0))) {
-		cli_progress(c->quiet, "[deadlock] A->B->C->A, 3 threads...");
-		run_cycle(s, 3);
-		cli_progress(c->quiet, " done\n");
-	}
+	/* Ascending sizes: the registry's high water only grows, so each size
+	 * is measured with a registry about as large as itself. */
+	for (size_t i = 0; (c->run_abba || c->run_cycle) && i < c->nregistered; i++)
+		run_registered(r, c, c->registered[i]);
 	for (size_t i = 0; c->run_timeout && i < c->ntimeouts; i++) {
 		snprintf(name, sizeof(name), "timeout-%ums", c->timeouts_ms[i]);
 		if (!(s = scen_add(r, DL_TIMEOUT, name, c->timeout_trials,
@@ -1069,8 +1399,11 @@ static int dl_execute(const struct dl_config *c, size_t *pass, size_t *fail)
 		cli_error("FAILED: deadlock: a lock was not usable after the trials (see above)");
 		rc = CLI_EXIT_FAIL;
 	}
-	for (size_t i = 0; i < r->nscen; i++)
+	for (size_t i = 0; i < r->nscen; i++) {
 		free(r->scen[i].v);
+		free(r->scen[i].v_call);
+		free(r->scen[i].v_start);
+	}
 	free(r);
 	return rc;
 }
@@ -1086,8 +1419,11 @@ static void usage(FILE *f)
 		"  aa       a signal handler re-takes the lock its thread holds: time of the\n"
 		"           handler's rqspin_lock call (-EDEADLK)          target: p50 < 10 us\n"
 		"  abba     2 threads hold A and B, barrier, each locks the other: barrier to\n"
-		"           the first -EDEADLK                               target: p99 < 5 ms\n"
-		"  cycle    3 threads, A->B->C->A, the same                  target: p99 < 20 ms\n"
+		"           the first -EDEADLK\n"
+		"  cycle    3 threads, A->B->C->A, the same\n"
+		"           abba and cycle run once per --registered size: that many extra\n"
+		"           threads took a lock of their own (a registry slot each) and sleep;\n"
+		"           target: p99 <= 50 us up to 64 registered, <= 1 ms up to 16000\n"
 		"  timeout  the only waiter (pending bit) of a held lock, rqspin_lock_timeout\n"
 		"           with T in --timeouts-ms: elapsed / T       target: p50 in [1.0, 1.1]\n"
 		"  head     (info) the queue head behind a pending waiter, T = %d ms: elapsed/2T\n"
@@ -1100,15 +1436,18 @@ static void usage(FILE *f)
 		"  --timeouts-ms LIST    the T values of the timeout scenario (default " DEF_TIMEOUTS
 		")\n"
 		"  --scenarios LIST      any of aa,abba,cycle,timeout,head (default: all)\n"
-		"  --quick               smoke-test size: %d trials, %d per timeout\n"
+		"  --registered LIST     registered-thread counts for abba and cycle, 0..%u,\n"
+		"                        at most %d (default " DEF_REGISTERED ")\n"
+		"  --quick               smoke-test size: %d trials, %d per timeout (every\n"
+		"                        --registered size still runs)\n"
 		"  --json FILE           write the results (and every sample) as JSON\n"
 		"  --csv FILE            one CSV row per scenario\n"
 		"  --quiet               no progress on stderr\n"
 		"  -h, --help            this text\n\n"
 		"Exit status: 0 done (verdicts are informational), 1 a lock did not work after\n"
 		"the trials, a trial hung or an output could not be written, 2 bad arguments.\n",
-		cli_prog, DEF_HEAD_MS, DL_REPORT_TRIALS, DEF_TRIALS, QUICK_TRIALS,
-		QUICK_TIMEOUT_TRIALS);
+		cli_prog, DEF_HEAD_MS, DL_REPORT_TRIALS, DEF_TRIALS, MAX_REGISTERED,
+		DL_MAX_REGISTERED, QUICK_TRIALS, QUICK_TIMEOUT_TRIALS);
 }
 
 static bool parse_scenarios(const char *s, void *dest)
@@ -1163,6 +1502,37 @@ static bool parse_timeouts(const char *s, void *dest)
 	return true;
 }
 
+static int cmp_unsigned(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Sorted ascending (run_registered's order), duplicates dropped. */
+static bool parse_registered(const char *s, void *dest)
+{
+	struct dl_config *c = dest;
+	unsigned *v;
+	size_t n, k = 0;
+
+	if (!cli_parse_uint_list("--registered", s, 0, MAX_REGISTERED, &v, &n))
+		return false;
+	qsort(v, n, sizeof(*v), cmp_unsigned);
+	for (size_t i = 0; i < n; i++)
+		if (!k || v[i] != v[k - 1])
+			v[k++] = v[i];
+	if (k > DL_MAX_REGISTERED) {
+		cli_error("--registered: at most %d distinct values", DL_MAX_REGISTERED);
+		free(v);
+		return false;
+	}
+	memcpy(c->registered, v, k * sizeof(*v));
+	c->nregistered = k;
+	free(v);
+	return true;
+}
+
 static void config_defaults(struct dl_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -1170,6 +1540,7 @@ static void config_defaults(struct dl_config *c)
 	c->trials = DEF_TRIALS;
 	c->run_aa = c->run_abba = c->run_cycle = c->run_timeout = c->run_head = true;
 	parse_timeouts(DEF_TIMEOUTS, c);
+	parse_registered(DEF_REGISTERED, c);
 }
 
 static int parse_args(int argc, char **argv, struct dl_config *c, bool *done)
@@ -1180,6 +1551,7 @@ static int parse_args(int argc, char **argv, struct dl_config *c, bool *done)
 		{ "timeout-trials", CLI_UINT, &c->timeout_trials, 1, 1000000, NULL, NULL, &set_tt },
 		{ "timeouts-ms", CLI_CUSTOM, c, 0, 0, NULL, parse_timeouts, NULL },
 		{ "scenarios", CLI_CUSTOM, c, 0, 0, NULL, parse_scenarios, NULL },
+		{ "registered", CLI_CUSTOM, c, 0, 0, NULL, parse_registered, NULL },
 		{ "quick", CLI_FLAG, &c->quick, 0, 0, NULL, NULL, NULL },
 		{ "json", CLI_STRING, &c->json_path, 0, 0, NULL, NULL, NULL },
 		{ "csv", CLI_STRING, &c->csv_path, 0, 0, NULL, NULL, NULL },

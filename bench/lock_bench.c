@@ -254,6 +254,9 @@ static void stats_add(struct rqspin_lock_stats *into, const struct rqspin_lock_s
 	A(nest_fail);
 	A(timeout);
 	A(owner_dead);
+	A(deadlock_checks);
+	A(stall_checks);
+	A(deadline_extended);
 #undef A
 	into->slots_in_use = d->slots_in_use;
 	into->slots_high_water = d->slots_high_water;

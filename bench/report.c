@@ -201,10 +201,12 @@ void report_libstats(FILE *f, const struct lb_results *r)
 		any |= (r->cells[i].lock->flags & LP_LIBRQSPIN) && r->cells[i].acquired;
 	if (!any)
 		return;
-	fprintf(f, "librqspin paths (rqspin_lock_stats_get): %% of acquisitions, and events per\n"
-		   "1000 acquisitions\n");
-	fprintf(f, "  %-8s %3s %7s %8s %8s %8s %8s %8s %8s %8s\n", "lock", "thr", "fast%",
-		"pending%", "queued%", "stolen%", "parked", "yielded", "nonode", "errors");
+	fprintf(f, "librqspin paths (rqspin_lock_stats_get): %% of acquisitions, events per 1000\n"
+		   "acquisitions, and deadlock searches (ABBA/cycle walks of the held tables) per\n"
+		   "acquisition\n");
+	fprintf(f, "  %-8s %3s %7s %8s %8s %8s %8s %8s %8s %8s %10s\n", "lock", "thr", "fast%",
+		"pending%", "queued%", "stolen%", "parked", "yielded", "nonode", "errors",
+		"checks/acq");
 	for (size_t ti = 0; ti < c->nthreads; ti++) {
 		for (size_t li = 0; li < c->nlocks; li++) {
 			const struct lb_cell *cell = lb_cell_at(r, ti, li);
@@ -215,12 +217,12 @@ void report_libstats(FILE *f, const struct lb_results *r)
 
 			if (!(cell->lock->flags & LP_LIBRQSPIN) || !cell->acquired)
 				continue;
-			fprintf(f, "  %-8s %3u %7.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8llu\n",
+			fprintf(f, "  %-8s %3u %7.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8llu %10.4f\n",
 				cell->lock->name, cell->threads, 100.0 * (double)s->fast / a,
 				100.0 * (double)s->pending / a, 100.0 * (double)s->queued / a,
 				100.0 * (double)s->stolen / a, 1000.0 * (double)s->parked / a,
 				1000.0 * (double)s->yielded / a, 1000.0 * (double)s->nonode / a,
-				(unsigned long long)errs);
+				(unsigned long long)errs, (double)s->deadlock_checks / a);
 		}
 	}
 	fputc('\n', f);
@@ -333,6 +335,9 @@ void suite_json_libstats(struct json *j, const struct rqspin_lock_stats *s)
 	json_uint(j, "nest_fail", s->nest_fail);
 	json_uint(j, "timeout", s->timeout);
 	json_uint(j, "owner_dead", s->owner_dead);
+	json_uint(j, "deadlock_checks", s->deadlock_checks);
+	json_uint(j, "stall_checks", s->stall_checks);
+	json_uint(j, "deadline_extended", s->deadline_extended);
 	json_end_object(j);
 }
 
@@ -380,8 +385,11 @@ static void json_cell(struct json *j, const struct lb_results *r, const struct l
 	json_bool(j, "mutual_exclusion_ok", !c->broken);
 	if (c->broken)
 		json_uint(j, "lost_updates", c->lost_updates);
-	if (c->lock->flags & LP_LIBRQSPIN)
+	if (c->lock->flags & LP_LIBRQSPIN) {
 		suite_json_libstats(j, &c->lib);
+		json_double(j, "deadlock_checks_per_acquisition",
+			    c->acquired ? (double)c->lib.deadlock_checks / (double)c->acquired : NAN);
+	}
 	json_end_object(j);
 }
 

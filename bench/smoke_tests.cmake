@@ -16,7 +16,9 @@ add_test(NAME bench_lock_quick
   COMMAND ${CMAKE_COMMAND} -DBENCH=${_b} -DOUT=${_out}/lock.json -DLOCKS=${_locks}
           -P ${CMAKE_CURRENT_SOURCE_DIR}/smoke_lock.cmake)
 add_test(NAME bench_torture_quick COMMAND ${_b} torture --quick --json ${_out}/torture.json)
-add_test(NAME bench_deadlock_quick COMMAND ${_b} deadlock --quick --json ${_out}/deadlock.json)
+add_test(NAME bench_deadlock_quick
+  COMMAND ${CMAKE_COMMAND} -DBENCH=${_b} -DOUT=${_out}/deadlock.json
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/smoke_deadlock.cmake)
 add_test(NAME bench_alloc_quick COMMAND ${_b} alloc --quick)
 add_test(NAME bench_storage_quick COMMAND ${_b} storage --quick --owners 1000 --reps 1)
 add_test(NAME bench_bad_subcommand COMMAND ${_b} frobnicate)
@@ -24,6 +26,10 @@ add_test(NAME bench_bad_option COMMAND ${_b} lock --bogus)
 add_test(NAME bench_bad_threads COMMAND ${_b} lock --threads 0)
 set_tests_properties(bench_bad_subcommand bench_bad_option bench_bad_threads PROPERTIES
   WILL_FAIL TRUE)
+add_test(NAME bench_bad_registered
+  COMMAND ${CMAKE_COMMAND} -DBENCH=${_b} "-DARGS=deadlock;--registered;8,lots"
+          "-DMESSAGE=--registered: expected a number, got 'lots'"
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/smoke_usage.cmake)
 set_tests_properties(bench_lock_quick bench_torture_quick bench_deadlock_quick
   bench_alloc_quick bench_storage_quick PROPERTIES TIMEOUT 300 LABELS bench)
 if(RQSPIN_SANITIZE STREQUAL "")

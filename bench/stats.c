@@ -185,6 +185,9 @@ void stats_lib_delta(struct rqspin_lock_stats *d, const struct rqspin_lock_stats
 	D(nest_fail);
 	D(timeout);
 	D(owner_dead);
+	D(deadlock_checks);
+	D(stall_checks);
+	D(deadline_extended);
 #undef D
 	d->slots_in_use = b->slots_in_use;
 	d->slots_high_water = b->slots_high_water;

@@ -9,6 +9,7 @@
 #ifndef BENCH_SUITE_H
 #define BENCH_SUITE_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -162,12 +163,14 @@ enum dl_kind {
 	DL_HEAD,    /* queue head: elapsed / 2T */
 };
 
-#define DL_MAX_SCEN 16
 #define DL_MAX_TIMEOUTS 8
+#define DL_MAX_REGISTERED 8
+/* aa, abba and cycle3 per registered size, the timeouts, head */
+#define DL_MAX_SCEN (1 + 2 * DL_MAX_REGISTERED + DL_MAX_TIMEOUTS + 1)
 
 struct dl_scen {
 	enum dl_kind kind;
-	char name[32];          /* "aa", "abba", "cycle3", "timeout-10ms", "head-10ms" */
+	char name[32];          /* "aa", "abba-r64", "cycle3-r64", "timeout-10ms", "head-10ms" */
 	uint64_t t_ns;          /* DL_TIMEOUT / DL_HEAD: the T of the call */
 	unsigned trials;        /* asked */
 	unsigned done;          /* completed */
@@ -179,6 +182,22 @@ struct dl_scen {
 	unsigned first_not_deadlk; /* trials whose first failure was not -EDEADLK */
 	unsigned no_failure;       /* trials in which no call failed */
 	unsigned position_seen;    /* timeout/head: trials where the waiter's position was seen */
+	/* abba/cycle: extra live threads with a registry slot, asleep during
+	 * the trials (deadlock_bench.c). */
+	unsigned registered;
+	bool reg_skipped;          /* the threads could not be created: no trials */
+	char reg_note[96];         /* why skipped */
+	uint64_t reg_slots;        /* registry slots in use during the trials */
+	uint64_t reg_high_water;   /* the registry's high water then */
+	double reg_setup_s;        /* time to start the registered threads */
+	/* abba/cycle: the library's deadlock_checks delta of each measured trial */
+	uint64_t checks_sum, checks_min, checks_max;
+	unsigned checks_n;         /* measured trials (with or without a failure) */
+	/* abba/cycle, per trial with a failure: the first refused call's own
+	 * duration (the search's cost, without the wait for the barrier), and
+	 * the barrier to the last thread's call (scheduling), ns. */
+	double *v_call, *v_start;
+	double call_p50, call_p99, start_p50, start_p99;
 	/* The library's counters over the scenario (rqspin_lock_stats_get). */
 	struct rqspin_lock_stats lib;
 	bool stats_ok;             /* the counters match the returns */
@@ -198,6 +217,8 @@ struct dl_config {
 	unsigned timeout_trials;
 	unsigned timeouts_ms[DL_MAX_TIMEOUTS];
 	size_t ntimeouts;
+	unsigned registered[DL_MAX_REGISTERED]; /* ascending, distinct */
+	size_t nregistered;
 	bool run_aa, run_abba, run_cycle, run_timeout, run_head;
 	const char *json_path;
 	const char *csv_path;
@@ -215,6 +236,21 @@ struct dl_results {
 	double wall_s;
 	struct load_share load;
 };
+
+/* The detection targets against registered threads: p99 <= 50 us with up
+ * to 64 registered threads, <= 1 ms up to 16 000 (sizes in between get the
+ * larger limit); larger sizes are info. NAN: no target. */
+#define DL_REG_SMALL 64u
+#define DL_REG_LARGE 16000u
+#define DL_LIMIT_SMALL_US 50.0
+#define DL_LIMIT_LARGE_US 1000.0
+
+static inline double dl_reg_limit_us(unsigned registered)
+{
+	return registered <= DL_REG_SMALL   ? DL_LIMIT_SMALL_US
+	       : registered <= DL_REG_LARGE ? DL_LIMIT_LARGE_US
+					    : (double)NAN;
+}
 
 int deadlock_main(int argc, char **argv);
 int deadlock_all(const struct suite_all_opts *o, size_t *pass, size_t *fail);
