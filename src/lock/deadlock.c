@@ -76,6 +76,30 @@ const struct rqspin_thread *deadlock_waiter(const struct rqspin_thread *self, co
 	return NULL;
 }
 
+struct holder_query {
+	const struct rqspin_thread *self;
+	const void *lock;
+};
+
+static bool waiting_holder(const struct rqspin_slot *s, void *arg)
+{
+	const struct holder_query *q = arg;
+
+	return &s->t != q->self && slot_in(s, SLOT_USED) && holds(&s->t, q->lock);
+}
+
+/* A holder of lock that waits for another lock. Every such holder is a
+ * deadlock candidate (it waits while holding this one); a holder that is
+ * not waiting ends the chain anyway (it runs, and will release). */
+static const struct rqspin_thread *candidate_holder(const struct rqspin_thread *self,
+						    const void *lock)
+{
+	struct holder_query q = { self, lock };
+	struct rqspin_slot *s = registry_candidate_find(waiting_holder, &q);
+
+	return s ? &s->t : NULL;
+}
+
 const struct rqspin_thread *deadlock_ghost_holder(const void *lock)
 {
 	return find_holder_in(NULL, lock, SLOT_GHOST);
@@ -96,7 +120,7 @@ static unsigned walk(const struct rqspin_thread *self, const void *lock, struct 
 
 		if (!lock_is_busy(cur))
 			return 0;
-		h = deadlock_holder(self, cur);
+		h = candidate_holder(self, cur);
 		if (!h)
 			return 0;
 		/* A cycle that does not pass through us is not ours to

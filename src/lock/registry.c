@@ -64,6 +64,46 @@ bool registry_has_ghosts(void)
 	return atomic_load_explicit(&ghosts, memory_order_relaxed);
 }
 
+#define CAND_WORDS ((RQSPIN_SLOT_LIMIT + 63) / 64)
+static _Atomic uint64_t candidates[CAND_WORDS];
+
+/* relaxed: the search that must see the bit runs after a seq_cst fence
+ * that follows the marking thread's own fence (slowpath.c,
+ * pre_wait_check): the store-buffering pair that those fences order. */
+bool registry_candidate_mark(uint32_t slot)
+{
+	uint64_t bit = 1ull << (slot % 64);
+
+	return !(atomic_fetch_or_explicit(&candidates[slot / 64], bit, memory_order_relaxed) &
+		 bit);
+}
+
+void registry_candidate_clear(uint32_t slot)
+{
+	atomic_fetch_and_explicit(&candidates[slot / 64], ~(1ull << (slot % 64)),
+				  memory_order_relaxed);
+}
+
+struct rqspin_slot *registry_candidate_find(bool (*fn)(const struct rqspin_slot *, void *),
+					    void *arg)
+{
+	uint32_t n = (registry_high_water() + 63) / 64, w;
+
+	for (w = 0; w < n; w++) {
+		uint64_t bits = atomic_load_explicit(&candidates[w], memory_order_relaxed);
+
+		while (bits) {
+			uint32_t slot = w * 64 + (uint32_t)__builtin_ctzll(bits);
+			struct rqspin_slot *s = registry_slot(slot);
+
+			bits &= bits - 1;
+			if (s && fn(s, arg))
+				return s;
+		}
+	}
+	return NULL;
+}
+
 /* Map chunk c if nobody has. mmap is async-signal-safe; racing mappers
  * agree through the CAS and the loser unmaps its copy. */
 static struct rqspin_slot *chunk_get(uint32_t c)

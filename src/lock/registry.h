@@ -112,6 +112,19 @@ uint32_t registry_in_use(void);
 /* Slots left by threads that vanished in fork() (only in a forked child). */
 bool registry_has_ghosts(void);
 
+/* Deadlock candidates: threads waiting for a lock while they hold another
+ * (every member of a cycle is one). A bitmap by slot, set and cleared in
+ * the slow path only by such waiters, so a search reads a few hundred
+ * bytes instead of every slot, and single-lock waiters never write it.
+ * mark returns false when the bit was already set (by the code a signal
+ * handler interrupted: that one clears it). */
+bool registry_candidate_mark(uint32_t slot);
+void registry_candidate_clear(uint32_t slot);
+/* Calls fn(slot record, arg) for each candidate until it returns true;
+ * returns that record, or NULL. */
+struct rqspin_slot *registry_candidate_find(bool (*fn)(const struct rqspin_slot *, void *),
+					    void *arg);
+
 static inline uint32_t tail_encode(uint32_t slot, uint32_t idx)
 {
 	return ((slot + 1) << RQSPIN__TAIL_SLOT_OFFSET) | (idx << RQSPIN__TAIL_IDX_OFFSET);
