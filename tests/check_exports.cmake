@@ -3,7 +3,8 @@ cmake_minimum_required(VERSION 3.25)
 # exported from librqspin, the shared library (LIB) and the static one
 # (STATIC: every global symbol defined in the archive, because a program
 # linking it sees them all); only pthread_spin_* from the shim (SHIM).
-# Each of LIB, STATIC and SHIM is optional.
+# With SYMVER, every symbol LIB defines must carry that symbol version
+# (cmake/rqspin.map). Each of LIB, STATIC, SHIM and SYMVER is optional.
 #
 # check(<file> <allowed regex> <nm options...>)
 function(check lib allowed)
@@ -19,7 +20,12 @@ function(check lib allowed)
     if(line MATCHES ":$" OR NOT line MATCHES "^[0-9a-f]* +[A-Za-z] +")
       continue()
     endif()
+    # Version node definitions (cmake/rqspin.map) are absolute symbols.
+    if(line MATCHES "^0* +A +RQSPIN_[0-9.]+$")
+      continue()
+    endif()
     string(REGEX REPLACE "^[0-9a-f]* +[A-Za-z] +" "" sym "${line}")
+    string(REGEX REPLACE "@.*" "" sym "${sym}")
     if(NOT sym MATCHES "${allowed}")
       message(SEND_ERROR "${lib}: unexpected global ${sym}")
       math(EXPR bad "${bad} + 1")
@@ -44,4 +50,28 @@ if(STATIC)
 endif()
 if(SHIM)
   check(${SHIM} "^pthread_spin_(init|destroy|lock|trylock|unlock)$" -D --defined-only)
+endif()
+
+if(LIB AND SYMVER)
+  execute_process(COMMAND objdump -T ${LIB} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "objdump failed on ${LIB}")
+  endif()
+  string(REPLACE "\n" ";" lines "${out}")
+  set(n 0)
+  foreach(line ${lines})
+    # "<addr> <flags> <section> <size> <version> <name>", defined ones only.
+    if(NOT line MATCHES "^[0-9a-f]+ " OR line MATCHES "\\*UND\\*")
+      continue()
+    endif()
+    string(REGEX MATCH "([^ ]+) +([^ ]+)$" _m "${line}")
+    if(NOT CMAKE_MATCH_1 STREQUAL SYMVER)
+      message(SEND_ERROR "${LIB}: ${CMAKE_MATCH_2} has version '${CMAKE_MATCH_1}', not ${SYMVER}")
+    endif()
+    math(EXPR n "${n} + 1")
+  endforeach()
+  if(n EQUAL 0)
+    message(FATAL_ERROR "${LIB}: no versioned symbols found")
+  endif()
+  message(STATUS "${LIB}: ${n} symbols, all at version ${SYMVER}")
 endif()
