@@ -47,3 +47,14 @@ if(RQSPIN_SANITIZE STREQUAL "")
     ENVIRONMENT "LD_LIBRARY_PATH=$<TARGET_FILE_DIR:rqspin>"
     DISABLED $<NOT:$<BOOL:${RQSPIN_TEST_DLOPEN}>>)
 endif()
+
+# Man pages: each renders without warnings and every exported function has
+# one (scripts/deps.sh installs man-db and groff-base).
+find_program(RQSPIN_MAN man)
+if(RQSPIN_MAN)
+  add_test(NAME man_pages
+    COMMAND ${CMAKE_COMMAND} -DMANDIR=${PROJECT_SOURCE_DIR}/man/man3 -DLIB=$<TARGET_FILE:rqspin>
+            -P ${CMAKE_CURRENT_SOURCE_DIR}/pkg_man/check_man.cmake)
+  set_tests_properties(man_pages PROPERTIES TIMEOUT 120 LABELS packaging
+    ENVIRONMENT "MANPAGER=cat;LC_ALL=C.UTF-8;MANWIDTH=80")
+endif()

@@ -42,4 +42,14 @@ cc -std=c11 "$src/main.c" -o "$work/pc-downstream" \
 cc -std=c11 "$src/main.c" -o "$work/pc-downstream-static" $(pkg-config --cflags rqspin) \
   "$(dirname "$libdir")/librqspin.a" $(pkg-config --static --libs-only-l rqspin | sed 's/-lrqspin//')
 "$work/pc-downstream-static"
+# Man pages: a function's name finds its group's page in the prefix.
+if command -v man >/dev/null; then
+  mandir=$prefix/share/man
+  for fn in rqspin_lock qspin_lock rqspin_malloc_nolock rqspin_storage_get rqspin_version \
+            rqspin_lock_stats_get; do
+    err=$(MANPAGER=cat LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -M "$mandir" 3 "$fn" 2>&1 >/dev/null) ||
+      { echo "downstream: man $fn: $err"; exit 1; }
+    [ -z "$err" ] || { echo "downstream: man $fn warns: $err"; exit 1; }
+  done
+fi
 echo "downstream: find_package (shared, static) and pkg-config (shared, static) builds run"
