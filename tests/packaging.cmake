@@ -58,3 +58,11 @@ if(RQSPIN_MAN)
   set_tests_properties(man_pages PROPERTIES TIMEOUT 120 LABELS packaging
     ENVIRONMENT "MANPAGER=cat;LC_ALL=C.UTF-8;MANWIDTH=80")
 endif()
+
+# examples/ as its own CMake project against the installed package.
+if(RQSPIN_SANITIZE STREQUAL "" AND RQSPIN_BUILD_EXAMPLES)
+  add_test(NAME examples_installed
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/pkg_examples/run.sh ${PROJECT_BINARY_DIR}
+            ${CMAKE_CURRENT_BINARY_DIR}/examples_installed)
+  set_tests_properties(examples_installed PROPERTIES TIMEOUT 300 LABELS packaging)
+endif()

@@ -18,7 +18,7 @@ fi
 src=$(cd "$(dirname "$0")" && pwd)
 test -f "$prefix/share/rqspin/tsan-liburcu.supp" || { echo "no tsan-liburcu.supp installed"; exit 1; }
 
-cmakedir=$(dirname "$(find "$prefix" -name rqspinConfig.cmake | head -1)")
+cmakedir=$(dirname "$(find "$prefix"/lib* -maxdepth 4 -name rqspinConfig.cmake | head -1)")
 if grep -nE '"/[^"]*\.(so|a)[";]|/usr/lib' "$cmakedir"/rqspinTargets*.cmake; then
   echo "downstream: the installed CMake package names libraries by absolute path"
   exit 1
@@ -31,7 +31,7 @@ cmake --build "$work/cmake-build" >/dev/null
 "$work/cmake-build/downstream"
 "$work/cmake-build/downstream_static"
 
-libdir=$(dirname "$(find "$prefix" -name rqspin.pc | head -1)")
+libdir=$(dirname "$(find "$prefix"/lib* -maxdepth 3 -name rqspin.pc | head -1)")
 export PKG_CONFIG_PATH=$libdir
 pkg-config --print-requires-private rqspin | grep -q liburcu-memb ||
   { echo "downstream: rqspin.pc lacks liburcu-memb in Requires.private"; exit 1; }
