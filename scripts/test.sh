@@ -41,10 +41,10 @@ echo "=== Debian packages (cpack -G DEB) ===" >&2
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 debs=("$root"/normal/librqspin0_*.deb "$root"/normal/librqspin-dev_*.deb)
-trap '$SUDO dpkg -r librqspin-dev librqspin0 >/dev/null 2>&1 || true' EXIT
+trap '$SUDO dpkg -P librqspin-dev librqspin0 >/dev/null 2>&1 || true' EXIT
 $SUDO dpkg -i "${debs[@]}" >/dev/null
 bash tests/downstream/run.sh --prefix /usr "$root/deb-downstream"
 bash tests/pkg_examples/run.sh --prefix /usr "$root/deb-examples"
-$SUDO dpkg -r librqspin-dev librqspin0 >/dev/null
+$SUDO dpkg -P librqspin-dev librqspin0 >/dev/null
 trap - EXIT
 echo "deb: librqspin0 and librqspin-dev install, and programs build against them" >&2
