@@ -48,3 +48,12 @@ bash tests/pkg_examples/run.sh --prefix /usr "$root/deb-examples"
 $SUDO dpkg -P librqspin-dev librqspin0 >/dev/null
 trap - EXIT
 echo "deb: librqspin0 and librqspin-dev install, and programs build against them" >&2
+
+# With an arm64 liburcu installed the Debian multiarch way
+# (dpkg --add-architecture arm64; apt-get install liburcu-dev:arm64), the
+# cross-built library must link it (CTest aarch64_multiarch_urcu checks the
+# lookup itself against a placeholder tree).
+if [ -e /usr/lib/aarch64-linux-gnu/liburcu-memb.so ]; then
+  echo "=== aarch64 cross build against the multiarch arm64 liburcu ===" >&2
+  bash tests/pkg_aarch64/multiarch.sh --build . "$root/aarch64-multiarch"
+fi

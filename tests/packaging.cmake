@@ -66,3 +66,14 @@ if(RQSPIN_SANITIZE STREQUAL "" AND RQSPIN_BUILD_EXAMPLES)
             ${CMAKE_CURRENT_BINARY_DIR}/examples_installed)
   set_tests_properties(examples_installed PROPERTIES TIMEOUT 300 LABELS packaging)
 endif()
+
+# The aarch64 toolchain file finds a Debian multiarch arm64 liburcu
+# (configure only, against a placeholder tree; scripts/test.sh cross-builds
+# against a real one when liburcu-dev:arm64 is installed).
+find_program(RQSPIN_AARCH64_GCC aarch64-linux-gnu-gcc)
+if(RQSPIN_SANITIZE STREQUAL "" AND RQSPIN_AARCH64_GCC AND NOT CMAKE_CROSSCOMPILING)
+  add_test(NAME aarch64_multiarch_urcu
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/pkg_aarch64/multiarch.sh ${PROJECT_SOURCE_DIR}
+            ${CMAKE_CURRENT_BINARY_DIR}/aarch64_multiarch)
+  set_tests_properties(aarch64_multiarch_urcu PROPERTIES TIMEOUT 120 LABELS packaging)
+endif()
