@@ -9,6 +9,12 @@ add_test(NAME exported_symbols_static
 # ...so a program may have functions with the library's internal names.
 rqspin_add_test(NAME pkg_static_clash SOURCES pkg_static/clash.c LIBS rqspin_archive
   TIMEOUT 60 LABELS packaging)
+# It uses storage: under ThreadSanitizer, liburcu (not instrumented) needs
+# the suppressions shipped with the library.
+if(RQSPIN_SANITIZE STREQUAL "thread")
+  set_tests_properties(pkg_static_clash PROPERTIES ENVIRONMENT
+    "TSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/src/storage/tsan-liburcu.supp")
+endif()
 
 # Versions: rqspin_version() matches the headers and project(VERSION)...
 rqspin_add_test(NAME pkg_version SOURCES pkg_version/version.c TIMEOUT 60 LABELS packaging)
