@@ -17,6 +17,9 @@ else
 fi
 src=$(cd "$(dirname "$0")" && pwd)
 test -f "$prefix/share/rqspin/tsan-liburcu.supp" || { echo "no tsan-liburcu.supp installed"; exit 1; }
+for f in design.md tsan.md CHANGELOG.md; do
+  test -f "$prefix/share/doc/rqspin/$f" || { echo "downstream: no share/doc/rqspin/$f installed"; exit 1; }
+done
 
 cmakedir=$(dirname "$(find "$prefix"/lib* -maxdepth 4 -name rqspinConfig.cmake | head -1)")
 if grep -nE '"/[^"]*\.(so|a)[";]|/usr/lib' "$cmakedir"/rqspinTargets*.cmake; then
