@@ -83,3 +83,14 @@ if(RQSPIN_SANITIZE STREQUAL "" AND RQSPIN_AARCH64_GCC AND NOT CMAKE_CROSSCOMPILI
             ${CMAKE_CURRENT_BINARY_DIR}/aarch64_multiarch)
   set_tests_properties(aarch64_multiarch_urcu PROPERTIES TIMEOUT 120 LABELS packaging)
 endif()
+
+# With -DRQSPIN_BUILD_TSAN_VARIANT=ON: a ThreadSanitizer program linking the
+# installed rqspin::rqspin_tsan runs the storage value-lock pattern without
+# a report (against the release library ThreadSanitizer reports the
+# library's copy under the value lock as a race).
+if(RQSPIN_BUILD_TSAN_VARIANT)
+  add_test(NAME tsan_variant_value_lock
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/pkg_tsan/run.sh ${PROJECT_BINARY_DIR}
+            ${CMAKE_CURRENT_BINARY_DIR}/tsan_variant)
+  set_tests_properties(tsan_variant_value_lock PROPERTIES TIMEOUT 300 LABELS packaging)
+endif()
