@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `rqspin-bench deadlock`: how fast rqspinlock detects deadlocks and how
- * accurately its timeouts fire, each over many trials (issue 3's targets):
+ * accurately its timeouts fire, each over many trials (rqspinlock's targets):
  *
  *  aa       a thread holds L and signals itself (pthread_kill); the handler
  *           calls rqspin_lock(&L): the time of that call, which must end in
@@ -1081,7 +1081,7 @@ static void dl_print(FILE *f, const struct dl_results *r)
 		fprintf(f, "  %-13s locks afterwards: %s\n", "", s->locks_note);
 	}
 	fputc('\n', f);
-	vl_print(f, "Verdicts (deadlock; issue 3 targets):", &r->verdicts, &r->load);
+	vl_print(f, "Verdicts (deadlock; rqspinlock targets):", &r->verdicts, &r->load);
 }
 
 /* The per-size summary: for each registered size, abba and cycle3 in us. */

@@ -55,7 +55,7 @@ static void usage(FILE *f, const char *sub)
 	if (all)
 		fprintf(f,
 			"The default suite: the lock benchmark with every lock at 1, 2, 4 and 8\n"
-			"threads (about 80 s on 2 cores), the targets of the lock issues as\n"
+			"threads (about 80 s on 2 cores), the targets of the locks as\n"
 			"PASS/FAIL verdicts, and a plot in ./" ALL_DEFAULT_PLOT " when gnuplot is\n"
 			"installed; then a short torture run (rqspin, qspin, pthread_spin at 2 and\n"
 			"16 threads, ~3 s) and a short deadlock run (200 trials, 20 per timeout,\n"

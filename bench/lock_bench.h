@@ -89,7 +89,7 @@ enum verdict_status { V_FAIL = 0, V_PASS = 1, V_INFO = 2 };
 struct verdict {
 	char target[112];  /* "2 threads: qspin >= 0.9x pthread_spin" */
 	char measured[112];/* "12.1M vs 11.5M ops/s" */
-	const char *issue; /* where the target comes from */
+	const char *area; /* what the target is about: "lock", "rqspin", "harness", "info" */
 	double value;      /* the measured ratio, or a count (NaN: none) */
 	bool is_count;     /* value is a count (failures), not a ratio */
 	double limit;

@@ -231,7 +231,7 @@ void report_libstats(FILE *f, const struct lb_results *r)
 void report_verdicts(FILE *f, const struct lb_results *r)
 {
 	verdicts_print(f,
-		       "Verdicts (targets of the lock issues; ratios measured in this run, each the\n"
+		       "Verdicts (targets of the locks; ratios measured in this run, each the\n"
 		       "median over the repeats of the ratio within a repeat):",
 		       r->verdicts, r->nverdicts, &r->load);
 }
@@ -449,7 +449,7 @@ int report_json(const char *path, const struct lb_results *r)
 		const struct verdict *v = &r->verdicts[i];
 
 		json_begin_object(&j, NULL);
-		json_string(&j, "issue", v->issue);
+		json_string(&j, "area", v->area);
 		json_string(&j, "target", v->target);
 		json_string(&j, "status", v->status == V_PASS ? "pass" : v->status == V_FAIL ? "fail"
 											 : "info");

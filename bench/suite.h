@@ -33,7 +33,7 @@ struct verdict_list {
 /* Append a verdict: PASS when value >= limit (ge) or value <= limit (!ge),
  * FAIL when value is NaN. NULL when the list is full. target/measured are
  * left empty for the caller. */
-struct verdict *vl_add(struct verdict_list *l, const char *issue, double value, double limit,
+struct verdict *vl_add(struct verdict_list *l, const char *area, double value, double limit,
 		       bool ge);
 /* Print "title" and one line per verdict, then "N passed, M failed". */
 void vl_print(FILE *f, const char *title, const struct verdict_list *l,

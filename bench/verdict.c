@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The performance targets of the lock issues, checked as ratios measured in
+ * The performance targets of the locks, checked as ratios measured in
  * the same run. A verdict appears only when the run measured what it needs
  * (the locks and the thread count). Each ratio is the median over the
  * repeats of the ratio within a repeat (both locks measured seconds apart),
  * which cancels the drift of a shared machine better than a ratio of
  * medians. Targets:
  *
- *  issue 2 (lock core), on the 2-core reference machine:
+ *  lock (verdict area "lock"), on the 2-core reference machine:
  *   - 1 thread: qspin lock+unlock costs <= 1.1x a bare CAS + release store
  *     (cas_floor), from the uncontended pass (else the 1-thread row);
  *   - 2 threads: qspin >= 0.9x pthread_spin throughput;
  *   - 8 threads: qspin >= 0.5x the better of pthread_spin and pthread_mutex,
  *     and no starvation: every thread >= 10% of its fair share.
- *  issue 3 (rqspinlock): rqspin >= 0.95x qspin at 1 thread, >= 0.9x at
+ *  rqspinlock (area "rqspin"): rqspin >= 0.95x qspin at 1 thread, >= 0.9x at
  *   every other count; no rqspin failures with one lock and no nesting.
  *  Correctness (any run): mutual exclusion held; no librqspin lock stalled.
  *
@@ -28,13 +28,13 @@
 #include "report.h"
 #include "suite.h"
 
-/* Clear *v and set its issue, value and limit; it passes when value >= limit
+/* Clear *v and set its area, value and limit; it passes when value >= limit
  * (ge) or value <= limit, and fails when value is NaN. */
-static struct verdict *verdict_set(struct verdict *v, const char *issue, double value, double limit,
+static struct verdict *verdict_set(struct verdict *v, const char *area, double value, double limit,
 				   bool ge)
 {
 	memset(v, 0, sizeof(*v));
-	v->issue = issue;
+	v->area = area;
 	v->value = value;
 	v->limit = limit;
 	if (isnan(value))
@@ -44,12 +44,12 @@ static struct verdict *verdict_set(struct verdict *v, const char *issue, double 
 	return v;
 }
 
-static struct verdict *add(struct lb_results *r, const char *issue, double value, double limit,
+static struct verdict *add(struct lb_results *r, const char *area, double value, double limit,
 			   bool ge)
 {
 	if (r->nverdicts >= LB_MAX_VERDICTS)
 		return NULL;
-	return verdict_set(&r->verdicts[r->nverdicts++], issue, value, limit, ge);
+	return verdict_set(&r->verdicts[r->nverdicts++], area, value, limit, ge);
 }
 
 static void check_floor(struct lb_results *r)
@@ -62,7 +62,7 @@ static void check_floor(struct lb_results *r)
 		size_t n;
 		double ratio = stats_paired_ratio(q->ns_rep, f->ns_rep, r->cfg->repeats, &lo, &hi, &n);
 
-		v = add(r, "issue 2", ratio, 1.1, false);
+		v = add(r, "lock", ratio, 1.1, false);
 		if (!v)
 			return;
 		snprintf(v->target, sizeof(v->target),
@@ -77,7 +77,7 @@ static void check_floor(struct lb_results *r)
 		if (!qc || !fc)
 			return;
 		/* time per op = 1 / throughput */
-		v = add(r, "issue 2",
+		v = add(r, "lock",
 			stats_paired_ratio(fc->ops_rep, qc->ops_rep, r->cfg->repeats, NULL, NULL, NULL),
 			1.1, false);
 		if (!v)
@@ -89,7 +89,7 @@ static void check_floor(struct lb_results *r)
 	}
 }
 
-static void check_ratio(struct lb_results *r, const char *issue, const char *a, const char *b,
+static void check_ratio(struct lb_results *r, const char *area, const char *a, const char *b,
 			unsigned threads, double limit)
 {
 	const struct lb_cell *ca = lb_find(r, a, threads), *cb = lb_find(r, b, threads);
@@ -100,7 +100,7 @@ static void check_ratio(struct lb_results *r, const char *issue, const char *a, 
 
 	if (!ca || !cb)
 		return;
-	v = add(r, issue, stats_paired_ratio(ca->ops_rep, cb->ops_rep, r->cfg->repeats, &lo, &hi, &n),
+	v = add(r, area, stats_paired_ratio(ca->ops_rep, cb->ops_rep, r->cfg->repeats, &lo, &hi, &n),
 		limit, true);
 	if (!v)
 		return;
@@ -135,7 +135,7 @@ static void check_8(struct lb_results *r)
 
 			peer[i] = isnan(a) ? b : isnan(b) ? a : a > b ? a : b;
 		}
-		v = add(r, "issue 2", stats_paired_ratio(q->ops_rep, peer, reps, &lo, &hi, &n), 0.5,
+		v = add(r, "lock", stats_paired_ratio(q->ops_rep, peer, reps, &lo, &hi, &n), 0.5,
 			true);
 		if (v) {
 			snprintf(v->target, sizeof(v->target), "8 threads: qspin >= 0.5x max(%s)",
@@ -146,7 +146,7 @@ static void check_8(struct lb_results *r)
 				 best->lock->name, n, lo, hi);
 		}
 	}
-	v = add(r, "issue 2", q->min_share, 0.1, true);
+	v = add(r, "lock", q->min_share, 0.1, true);
 	if (v) {
 		snprintf(v->target, sizeof(v->target),
 			 "8 threads: qspin no starvation, every thread >= 10%% of fair share");
@@ -165,7 +165,7 @@ static void check_rqspin(struct lb_results *r)
 	for (size_t ti = 0; ti < r->cfg->nthreads; ti++) {
 		unsigned t = r->cfg->threads[ti];
 
-		check_ratio(r, "issue 3", "rqspin", "qspin", t, t == 1 ? 0.95 : 0.9);
+		check_ratio(r, "rqspin", "rqspin", "qspin", t, t == 1 ? 0.95 : 0.9);
 	}
 	for (size_t i = 0; i < r->ncells; i++) {
 		const struct lb_cell *c = &r->cells[i];
@@ -180,7 +180,7 @@ static void check_rqspin(struct lb_results *r)
 	}
 	if (!ran)
 		return;
-	v = add(r, "issue 3", (double)total, 0, false);
+	v = add(r, "rqspin", (double)total, 0, false);
 	if (v) {
 		v->is_count = true;
 		snprintf(v->target, sizeof(v->target), "rqspin: no failures (one lock, no nesting)");
@@ -234,7 +234,7 @@ void verdicts_compute(struct lb_results *r)
 {
 	r->nverdicts = 0;
 	check_floor(r);
-	check_ratio(r, "issue 2", "qspin", "pthread_spin", 2, 0.9);
+	check_ratio(r, "lock", "qspin", "pthread_spin", 2, 0.9);
 	check_8(r);
 	check_rqspin(r);
 	check_correctness(r);
@@ -243,12 +243,12 @@ void verdicts_compute(struct lb_results *r)
 /* ------------------------------------------------------------------------ */
 /* The torture and deadlock suites (suite.h)                                 */
 
-struct verdict *vl_add(struct verdict_list *l, const char *issue, double value, double limit,
+struct verdict *vl_add(struct verdict_list *l, const char *area, double value, double limit,
 		       bool ge)
 {
 	if (l->n >= SUITE_MAX_VERDICTS)
 		return NULL;
-	return verdict_set(&l->v[l->n++], issue, value, limit, ge);
+	return verdict_set(&l->v[l->n++], area, value, limit, ge);
 }
 
 void vl_count(const struct verdict_list *l, size_t *pass, size_t *fail)
@@ -278,7 +278,7 @@ void verdicts_print(FILE *f, const char *title, const struct verdict *vs, size_t
 		else
 			snprintf(val, sizeof(val), "%.3f", v->value);
 		fprintf(f, "  %-4s  %-7s  %-66s %7s  %s\n",
-			v->status == V_PASS ? "PASS" : v->status == V_FAIL ? "FAIL" : "info", v->issue,
+			v->status == V_PASS ? "PASS" : v->status == V_FAIL ? "FAIL" : "info", v->area,
 			v->target, val, v->measured);
 		pass += v->status == V_PASS;
 		fail += v->status == V_FAIL;
@@ -304,7 +304,7 @@ void vl_json(struct json *j, const char *key, const struct verdict_list *l)
 		const struct verdict *v = &l->v[i];
 
 		json_begin_object(j, NULL);
-		json_string(j, "issue", v->issue);
+		json_string(j, "area", v->area);
 		json_string(j, "target", v->target);
 		json_string(j, "status", v->status == V_PASS ? "pass" : v->status == V_FAIL ? "fail"
 											: "info");
@@ -317,12 +317,12 @@ void vl_json(struct json *j, const char *key, const struct verdict_list *l)
 }
 
 /*
- * torture (issue 4's locktorture, issue 3's signal storm):
+ * torture (the locktorture-style runs and rqspinlock's signal storm):
  *  - mutual exclusion held in every run (owner field + shared counter);
  *  - no librqspin lock stalled after the stop;
  *  plain mode:
  *  - rqspin: no failures with one lock and no nesting, oversubscribed
- *    included (issue 3, "no false failures");
+ *    included ("no false failures");
  *  - fairness of qspin/rqspin at the largest thread count (info);
  *  aa / abba / abbcca modes (rqspin only):
  *  - every failure is -EDEADLK or -ETIMEDOUT (never another code);
@@ -332,7 +332,7 @@ void vl_json(struct json *j, const char *key, const struct verdict_list *l)
  *    a cycle among waiters queued behind an innocent head ends only with
  *    that head's timeout, as in the kernel);
  *  - abbcca: the library detects 3-cycles (its cycle counter moves; beyond
- *    the kernel, issue 3).
+ *    the kernel).
  */
 static const struct tt_cell *tt_cell_find(const struct tt_results *r, const char *lock,
 					  unsigned threads)
@@ -406,7 +406,7 @@ void torture_verdicts(struct tt_results *r)
 				total += cell->fail[TT_NORMAL][k];
 			}
 		}
-		if (ran && (v = vl_add(l, "issue 3", (double)total, 0, false))) {
+		if (ran && (v = vl_add(l, "rqspin", (double)total, 0, false))) {
 			v->is_count = true;
 			snprintf(v->target, sizeof(v->target),
 				 "torture: rqspin no failures (one lock, %u..%u threads)", tmin, tmax);
@@ -451,7 +451,7 @@ void torture_verdicts(struct tt_results *r)
 				ok[x] += cell->ok[x];
 			}
 		}
-		if ((v = vl_add(l, "issue 3", (double)other, 0, false))) {
+		if ((v = vl_add(l, "rqspin", (double)other, 0, false))) {
 			v->is_count = true;
 			snprintf(v->target, sizeof(v->target),
 				 "torture %s: every failure is -EDEADLK or -ETIMEDOUT", mode);
@@ -460,7 +460,7 @@ void torture_verdicts(struct tt_results *r)
 				 (unsigned long long)other, (unsigned long long)ok[0],
 				 (unsigned long long)ok[1]);
 		}
-		if ((v = vl_add(l, "issue 3", (double)idle, 0, false))) {
+		if ((v = vl_add(l, "rqspin", (double)idle, 0, false))) {
 			/* A deadlock that ends in a head's timeout (2T) stops its
 			 * workers that long: judge progress only over runs of at
 			 * least 4 such timeouts. */
@@ -474,12 +474,12 @@ void torture_verdicts(struct tt_results *r)
 				 c->duration_ms < need_ms ? " (info: run shorter than 4 x 2T)" : "");
 			if (c->duration_ms < need_ms) {
 				v->status = V_INFO;
-				v->issue = "info";
+				v->area = "info";
 			}
 		}
 		if (c->mode == TT_AA) {
 			/* One lock: every deadlock is an AA, found at once. */
-			if ((v = vl_add(l, "issue 3", (double)tmo, 0, false))) {
+			if ((v = vl_add(l, "rqspin", (double)tmo, 0, false))) {
 				v->is_count = true;
 				snprintf(v->target, sizeof(v->target),
 					 "torture aa: AA detected at once, no -ETIMEDOUT");
@@ -500,7 +500,7 @@ void torture_verdicts(struct tt_results *r)
 					 (unsigned long long)dl, (unsigned long long)tmo);
 			}
 		}
-		if (c->mode == TT_ABBCCA && (v = vl_add(l, "issue 3", (double)cycles, 1, true))) {
+		if (c->mode == TT_ABBCCA && (v = vl_add(l, "rqspin", (double)cycles, 1, true))) {
 			v->is_count = true;
 			snprintf(v->target, sizeof(v->target),
 				 "torture abbcca: 3-cycles detected as -EDEADLK (cycle events > 0)");
@@ -511,7 +511,7 @@ void torture_verdicts(struct tt_results *r)
 }
 
 /*
- * deadlock (issue 3's benchmark targets):
+ * deadlock (rqspinlock's detection and timeout targets):
  *  - AA in a signal handler: median detection < 10 us;
  *  - ABBA and 3-cycle, from the barrier to the first -EDEADLK, per number
  *    of registered threads: p99 <= 50 us with up to 64, <= 1 ms with up to
@@ -519,7 +519,7 @@ void torture_verdicts(struct tt_results *r)
  *    not start, are info;
  *  - timeout (pending waiter): fires within +10% of its setting, i.e.
  *    elapsed / T in [1.0, 1.1] at the median;
- *  - queue head at 2T (info: by design, DESIGN.md §5);
+ *  - queue head at 2T (info: by design, docs/design.md "Timeouts");
  *  - the library's counters agree with the returns; reports name the
  *    cycle; every lock is free and usable afterwards (harness).
  */
@@ -551,7 +551,7 @@ void deadlock_verdicts(struct dl_results *r)
 		v = NULL;
 		switch (s->kind) {
 		case DL_AA:
-			v = vl_add(l, "issue 3", none ? NAN : s->p50 / 1e3, 10, false);
+			v = vl_add(l, "rqspin", none ? NAN : s->p50 / 1e3, 10, false);
 			if (!v)
 				break;
 			if (s->r_deadlk != s->done)
@@ -567,7 +567,7 @@ void deadlock_verdicts(struct dl_results *r)
 			double lim = dl_reg_limit_us(s->registered);
 			const char *what = s->kind == DL_ABBA ? "ABBA" : "3-cycle";
 
-			v = vl_add(l, "detect", none ? NAN : s->p99 / 1e3, lim, false);
+			v = vl_add(l, "rqspin", none ? NAN : s->p99 / 1e3, lim, false);
 			if (!v)
 				break;
 			if (s->reg_skipped) {
@@ -597,7 +597,7 @@ void deadlock_verdicts(struct dl_results *r)
 		case DL_TIMEOUT: {
 			double ms = (double)s->t_ns / 1e6;
 
-			v = vl_add(l, "issue 3", none ? NAN : s->p50, 1.1, false);
+			v = vl_add(l, "rqspin", none ? NAN : s->p50, 1.1, false);
 			if (!v)
 				break;
 			if (!(s->p50 >= 1.0) || s->r_timedout != s->done)
@@ -644,13 +644,13 @@ void deadlock_verdicts(struct dl_results *r)
 	}
 	if (!r->nscen)
 		return;
-	if ((v = vl_add(l, "issue 3", (double)stats_bad, 0, false))) {
+	if ((v = vl_add(l, "rqspin", (double)stats_bad, 0, false))) {
 		v->is_count = true;
 		snprintf(v->target, sizeof(v->target),
 			 "rqspin_lock_stats_get counts each failure as aa/abba/cycle/timeout");
 		snprintf(v->measured, sizeof(v->measured), "%s", stats_bad ? sb : "all scenarios agree");
 	}
-	if (rep_n && (v = vl_add(l, "issue 3", (double)rep_bad, 0, false))) {
+	if (rep_n && (v = vl_add(l, "rqspin", (double)rep_bad, 0, false))) {
 		v->is_count = true;
 		snprintf(v->target, sizeof(v->target),
 			 "report hook: ABBA/cycle reports give the event, locks and threads");

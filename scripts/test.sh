@@ -32,3 +32,28 @@ cmake -S . -B "$root/aarch64" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cma
 cmake --build "$root/aarch64" -j"$jobs"
 readelf -h "$root/aarch64/librqspin.so" | grep -q "AArch64"
 echo "aarch64: librqspin builds" >&2
+
+echo "=== Debian packages (cpack -G DEB) ===" >&2
+# Build librqspin0 and librqspin-dev from the normal build, install them,
+# build the downstream program and the examples against /usr, then remove
+# them again (also when a step fails).
+(cd "$root/normal" && cpack -G DEB >/dev/null)
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+debs=("$root"/normal/librqspin0_*.deb "$root"/normal/librqspin-dev_*.deb)
+trap '$SUDO dpkg -P librqspin-dev librqspin0 >/dev/null 2>&1 || true' EXIT
+$SUDO dpkg -i "${debs[@]}" >/dev/null
+bash tests/downstream/run.sh --prefix /usr "$root/deb-downstream"
+bash tests/pkg_examples/run.sh --prefix /usr "$root/deb-examples"
+$SUDO dpkg -P librqspin-dev librqspin0 >/dev/null
+trap - EXIT
+echo "deb: librqspin0 and librqspin-dev install, and programs build against them" >&2
+
+# With an arm64 liburcu installed the Debian multiarch way
+# (dpkg --add-architecture arm64; apt-get install liburcu-dev:arm64), the
+# cross-built library must link it (CTest aarch64_multiarch_urcu checks the
+# lookup itself against a placeholder tree).
+if [ -e /usr/lib/aarch64-linux-gnu/liburcu-memb.so ]; then
+  echo "=== aarch64 cross build against the multiarch arm64 liburcu ===" >&2
+  bash tests/pkg_aarch64/multiarch.sh --build . "$root/aarch64-multiarch"
+fi

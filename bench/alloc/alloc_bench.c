@@ -26,7 +26,7 @@
  *   signal   rqspin only: alloc+free pairs inside a signal handler, and a
  *            timer-driven run that counts handlers that interrupted the
  *            allocator (nested path)
- * Targets (issue 5): pairs <= 1.0x glibc and <= 1.5x the faster of
+ * Targets (allocator): pairs <= 1.0x glibc and <= 1.5x the faster of
  * jemalloc and mimalloc; xthread <= 1.5x the fastest peer; churn peak RSS
  * <= 1.5x jemalloc's.
  */

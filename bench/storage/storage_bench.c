@@ -23,7 +23,7 @@
  *
  * Results are medians of --reps runs, interleaved across methods (run k of
  * each, then run k + 1); ratios to rculfhash are medians of per-run ratios.
- * Targets from the issue are checked at the end.
+ * The storage targets (bench/README.md) are checked at the end.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -765,7 +765,7 @@ static int parse_list(const char *s, unsigned long *out, int max)
 int storage_bench_main(int argc, char **argv)
 {
 	static const int map_counts[] = { 1, 16, 17, 24, 32, 100 };
-	/* Kernel, overhead-adjusted sequential get (reference/alloc-storage.md 5.2). */
+	/* Kernel, overhead-adjusted sequential get (docs/design.md, "Storage"). */
 	static const double kernel_ns[] = { 12.1, 13.8, 16.8, 40.9, 65.2, 148.2 };
 	unsigned long nowners[8] = { 1000, 10000, 100000, 1000000 }, nthr[2] = { 1, 2 };
 	int nn = 4, nt = 2;

@@ -20,6 +20,11 @@
  * --shutdown it sends SHUTDOWN at the end. Exit status 0 when everything
  * matched ("kv_client: verify OK").
  */
+/* Before any header: pthread_barrier_t is POSIX, which a strict -std=c11
+ * build hides. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>

@@ -41,6 +41,11 @@
  *    at most --max-conns (default 32); shutdown on SHUTDOWN, SIGTERM or
  *    SIGINT closes every connection and joins every worker.
  */
+/* Before any header: pipe2() is a GNU extension, which a strict -std=c11
+ * build hides. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

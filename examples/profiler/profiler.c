@@ -28,6 +28,11 @@
  * allocator's live bytes are back to where they started. Exit status 0
  * when the summary was printed and nothing leaked.
  */
+/* Before any header: REG_RIP (<ucontext.h>) and dladdr() are GNU
+ * extensions, which a strict -std=c11 build hides. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>

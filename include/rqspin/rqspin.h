@@ -9,9 +9,6 @@
 #include <rqspin/lock_diag.h>
 #include <rqspin/alloc.h>
 #include <rqspin/storage.h>
-
-#define RQSPIN_VERSION_MAJOR 0
-#define RQSPIN_VERSION_MINOR 1
-#define RQSPIN_VERSION_PATCH 0
+#include <rqspin/version.h>
 
 #endif /* RQSPIN_RQSPIN_H */
