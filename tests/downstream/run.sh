@@ -36,8 +36,8 @@ cmake --build "$work/cmake-build" >/dev/null
 
 libdir=$(dirname "$(find "$prefix"/lib* -maxdepth 3 -name rqspin.pc | head -1)")
 export PKG_CONFIG_PATH=$libdir
-pkg-config --print-requires-private rqspin | grep -q liburcu-memb ||
-  { echo "downstream: rqspin.pc lacks liburcu-memb in Requires.private"; exit 1; }
+pkg-config --print-requires-private rqspin | grep -q liburcu-bp ||
+  { echo "downstream: rqspin.pc lacks liburcu-bp in Requires.private"; exit 1; }
 cc -std=c11 "$src/main.c" -o "$work/pc-downstream" \
   $(pkg-config --cflags --libs rqspin) -Wl,-rpath,"$(dirname "$libdir")"
 "$work/pc-downstream"
