@@ -1,4 +1,4 @@
-# Allocator tests (issue 5). Included by tests/CMakeLists.txt, which defines
+# Allocator tests. Included by tests/CMakeLists.txt, which defines
 # rqspin_add_test(). Every test is bounded by iteration counts and scales
 # them down under ThreadSanitizer (TU_ITERS in test_util.h).
 

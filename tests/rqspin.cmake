@@ -1,4 +1,4 @@
-# rqspinlock tests ("Resilient lock", issue 3). Included by
+# rqspinlock tests. Included by
 # tests/CMakeLists.txt, which defines rqspin_add_test(). Every test is
 # bounded by iteration counts (scaled down under ThreadSanitizer) and uses
 # time only for lower bounds ("waited at least the timeout") or as a loose

@@ -1,4 +1,4 @@
-# Object-local storage tests (issue 6). Included by tests/CMakeLists.txt,
+# Object-local storage tests. Included by tests/CMakeLists.txt,
 # which defines rqspin_add_test(). Every test is bounded by iteration counts
 # (scaled down under ThreadSanitizer, TU_ITERS) and ends with the leak
 # check: once every owner and map is destroyed, the allocator's live bytes

@@ -1,4 +1,4 @@
-# The any-context allocator (issue 5). Included by the top-level
+# The any-context allocator. Included by the top-level
 # CMakeLists.txt, which compiles these into librqspin.
 set(RQSPIN_ALLOC_SOURCES
   src/alloc/alloc.c

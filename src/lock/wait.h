@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Waiting in userspace (DESIGN.md §4).
+ * Waiting in userspace (docs/design.md, "Waiting in userspace").
  *
  * The kernel never preempts a spinlock holder or waiter; userspace does, so
  * a waiter that spins forever on a descheduled owner or predecessor burns

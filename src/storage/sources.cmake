@@ -1,4 +1,4 @@
-# Object-local storage (issue 6): its sources and what librqspin must link.
+# Object-local storage: its sources and what librqspin must link.
 # Included by the top-level CMakeLists.txt, which links ${RQSPIN_STORAGE_LIBS}
 # to rqspin and rqspin_static. The shared library needs it only PRIVATE (no
 # liburcu type or call is visible in include/rqspin/storage.h); the static
