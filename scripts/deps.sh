@@ -4,7 +4,7 @@
 set -euo pipefail
 # spin: the model check of the lock slow path (tests/model/).
 pkgs=(build-essential cmake pkg-config libck-dev liburcu-dev libjemalloc-dev
-      libmimalloc-dev libbenchmark-dev gnuplot-nox gcc-aarch64-linux-gnu spin)
+      libmimalloc-dev libbenchmark-dev gnuplot-nox gcc-aarch64-linux-gnu spin stress-ng)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

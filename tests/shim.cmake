@@ -1,3 +1,8 @@
+# Process-shared rqspinlocks through the library's API (what the shim's
+# PTHREAD_PROCESS_SHARED builds on), in every build flavour.
+rqspin_add_test(NAME shim_pshared_api SOURCES shim_pshared_api.c
+  TIMEOUT 90 LABELS rqspin unit)
+
 # The pthread_spin_* preload shim, the exported symbols, and a downstream
 # project built against the installed tree. Sanitizer builds skip these:
 # preloading into, or linking a plain program against, an instrumented
@@ -43,3 +48,9 @@ set_tests_properties(shim_relock_error shim_cross_unlock PROPERTIES
   ENVIRONMENT "${shim_preload};RQSPIN_PTHREAD_DEADLOCK=error")
 set_tests_properties(shim_relock_abort PROPERTIES
   ENVIRONMENT "${shim_preload};RQSPIN_PTHREAD_DEADLOCK=abort")
+
+# A packaged program (stress-ng, installed by scripts/deps.sh) under the
+# shim; skipped when it is not installed.
+add_test(NAME shim_stress_ng COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/shim_stress_ng.sh
+         $<TARGET_FILE:rqspin-pthread>)
+set_tests_properties(shim_stress_ng PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
