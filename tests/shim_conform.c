@@ -35,12 +35,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(c)                                                                \
-	do {                                                                    \
-		if (!(c)) {                                                     \
-			dprintf(2, "%s:%d: failed: %s\n", __FILE__, __LINE__, #c); \
-			_exit(1);                                               \
-		}                                                               \
+/* Failures go to the original stderr, also once the shim's stderr is a
+ * pipe the test reads. */
+static int err_fd = 2;
+
+#define CHECK(c)                                                                     \
+	do {                                                                         \
+		if (!(c)) {                                                          \
+			dprintf(err_fd, "%s:%d: failed: %s\n", __FILE__, __LINE__, #c); \
+			_exit(1);                                                    \
+		}                                                                    \
 	} while (0)
 
 #define ITERS 20000
@@ -286,6 +290,8 @@ static int test_still_waiting(bool two)
 	double cpu0;
 
 	CHECK(pipe(report_pipe) == 0);
+	err_fd = dup(2);
+	CHECK(err_fd > 2);
 	CHECK(dup2(report_pipe[1], 2) == 2);
 	CHECK(pthread_spin_init(&la, PTHREAD_PROCESS_PRIVATE) == 0);
 	CHECK(pthread_spin_init(&lb, PTHREAD_PROCESS_PRIVATE) == 0);
