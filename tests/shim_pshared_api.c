@@ -154,6 +154,14 @@ static void exited_thread(void)
 {
 	pthread_t t;
 
+#ifdef TU_TSAN
+	/* ThreadSanitizer still counts the lock as the exited thread's and
+	 * reports the take-over as a double lock (the private path's thread
+	 * exit tells it otherwise; a pshared lock is found dead only by the
+	 * next taker). */
+	return;
+#endif
+
 	CHECK(pthread_create(&t, NULL, lock_and_exit, NULL) == 0);
 	CHECK(pthread_join(t, NULL) == 0);
 	CHECK(rqspin_lock(&sh->lock) == -EOWNERDEAD);
