@@ -36,7 +36,7 @@ add_executable(shim_conform shim_conform.c)
 target_compile_definitions(shim_conform PRIVATE _GNU_SOURCE)
 target_link_libraries(shim_conform PRIVATE Threads::Threads)
 set(shim_preload "LD_PRELOAD=$<TARGET_FILE:rqspin-pthread>")
-foreach(mode posix fork killed relock-wait abba-wait relock-error relock-abort cross-unlock)
+foreach(mode posix fork killed pshared-stall relock-wait abba-wait relock-error relock-abort cross-unlock)
   string(REPLACE "-" "_" name "shim_${mode}")
   if(mode STREQUAL "cross-unlock")
     set(name shim_cross_unlock)
@@ -46,6 +46,8 @@ foreach(mode posix fork killed relock-wait abba-wait relock-error relock-abort c
 endforeach()
 set_tests_properties(shim_relock_error shim_cross_unlock PROPERTIES
   ENVIRONMENT "${shim_preload};RQSPIN_PTHREAD_DEADLOCK=error")
+set_tests_properties(shim_pshared_stall PROPERTIES
+  ENVIRONMENT "${shim_preload};RQSPIN_TIMEOUT_MS=50")
 set_tests_properties(shim_relock_abort PROPERTIES
   ENVIRONMENT "${shim_preload};RQSPIN_PTHREAD_DEADLOCK=abort")
 

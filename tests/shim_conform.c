@@ -9,6 +9,10 @@
  *   shim_conform killed       a holder process killed with SIGKILL: a
  *                             sibling (holder still a zombie) and then
  *                             the parent (reaped) take the lock
+ *   shim_conform pshared-stall a live holder process that never lets go:
+ *                             the waiter reports the timeout once and
+ *                             keeps waiting; once the holder is killed it
+ *                             takes the lock (run with a short timeout)
  *   shim_conform relock-wait  default policy: a relock keeps waiting (a
  *                             watchdog checks it has not returned, that
  *                             it sleeps rather than spins, and that one
@@ -235,6 +239,55 @@ static int test_killed(void)
 	return 0;
 }
 
+/* ---- pshared-stall ---- */
+
+static int test_pshared_stall(void)
+{
+	struct counted *c = shared_mem(sizeof(*c));
+	int ready[2], errs[2], status;
+	pid_t holder, waiter;
+	char b, buf[1024];
+	ssize_t n;
+
+	CHECK(pthread_spin_init(&c->lock, PTHREAD_PROCESS_SHARED) == 0);
+	CHECK(pipe(ready) == 0 && pipe(errs) == 0);
+	holder = fork();
+	CHECK(holder >= 0);
+	if (holder == 0) {
+		CHECK(pthread_spin_lock(&c->lock) == 0);
+		CHECK(write(ready[1], "x", 1) == 1);
+		for (;;)
+			pause();
+	}
+	CHECK(read(ready[0], &b, 1) == 1);
+	waiter = fork();
+	CHECK(waiter >= 0);
+	if (waiter == 0) {
+		CHECK(dup2(errs[1], 2) == 2);
+		CHECK(pthread_spin_lock(&c->lock) == 0);
+		c->counter = 7;
+		CHECK(pthread_spin_unlock(&c->lock) == 0);
+		_exit(0);
+	}
+	close(errs[1]);
+	/* Many timeouts (RQSPIN_TIMEOUT_MS=50): still waiting, one report. */
+	sleep_ms(1500);
+	CHECK(waitpid(waiter, &status, WNOHANG) == 0);
+	n = read(errs[0], buf, sizeof(buf) - 1);
+	CHECK(n > 0);
+	buf[n] = 0;
+	dprintf(1, "reports:\n%s", buf);
+	CHECK(strstr(buf, "no progress for the timeout") != NULL);
+	CHECK(strstr(buf, "still waiting") != NULL);
+	CHECK(strchr(buf, '\n') == buf + n - 1); /* one line */
+	CHECK(kill(holder, SIGKILL) == 0);
+	CHECK(waitpid(waiter, &status, 0) == waiter);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(waitpid(holder, &status, 0) == holder);
+	CHECK(c->counter == 7);
+	return 0;
+}
+
 /* ---- relock / ABBA under the default policy ---- */
 
 static pthread_spinlock_t la, lb;
@@ -423,6 +476,8 @@ int main(int argc, char **argv)
 		return test_fork();
 	if (!strcmp(m, "killed"))
 		return test_killed();
+	if (!strcmp(m, "pshared-stall"))
+		return test_pshared_stall();
 	if (!strcmp(m, "relock-wait"))
 		return test_still_waiting(false);
 	if (!strcmp(m, "abba-wait"))
@@ -433,7 +488,7 @@ int main(int argc, char **argv)
 		return test_relock_abort();
 	if (!strcmp(m, "cross-unlock"))
 		return test_cross_unlock();
-	dprintf(2, "usage: %s posix|fork|killed|relock-wait|abba-wait|relock-error|"
+	dprintf(2, "usage: %s posix|fork|killed|pshared-stall|relock-wait|abba-wait|relock-error|"
 		   "relock-abort|cross-unlock\n", argv[0]);
 	return 2;
 }

@@ -171,8 +171,12 @@ static void put_thread(struct line *l, const struct rqspin_report_thread *t)
 
 	put_str(l, " ");
 	put_num(l, (uint64_t)t->tid, 10);
-	if (!t->waits_for)
+	if (!t->waits_for) {
+		/* Only a holder's id is known (a process-shared lock's, in
+		 * any process). */
+		put_str(l, " (holder)");
 		return;
+	}
 	put_str(l, " (waits for ");
 	put_num(l, (uintptr_t)t->waits_for, 16);
 	/* The top entry is the attempt itself. */
