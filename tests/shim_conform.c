@@ -6,6 +6,9 @@
  *   shim_conform fork         process-shared lock in MAP_SHARED memory:
  *                             parent/child ping-pong, then a counter
  *                             bumped by two threads in each process
+ *   shim_conform private-in-shared  the same with locks initialised
+ *                             PTHREAD_PROCESS_PRIVATE, which glibc lets
+ *                             programs share across processes
  *   shim_conform killed       a holder process killed with SIGKILL: a
  *                             sibling (holder still a zombie) and then
  *                             the parent (reaped) take the lock
@@ -160,14 +163,24 @@ static void play(struct pingpong *pp, long parity)
 	}
 }
 
-static int test_fork(void)
+static int test_fork(int kind)
 {
 	struct pingpong *pp = shared_mem(sizeof(*pp));
 	int status;
 	pid_t pid;
 
-	CHECK(pthread_spin_init(&pp->lock, PTHREAD_PROCESS_SHARED) == 0);
-	CHECK(pthread_spin_init(&pp->c.lock, PTHREAD_PROCESS_SHARED) == 0);
+	CHECK(pthread_spin_init(&pp->lock, kind) == 0);
+	CHECK(pthread_spin_init(&pp->c.lock, kind) == 0);
+	if (kind == PTHREAD_PROCESS_PRIVATE) {
+		pthread_spinlock_t mine;
+
+		/* The shim's encoding (docs/man/librqspin-pthread.7): a
+		 * lock in shared memory gets the process-shared mark, bit
+		 * 15; one in private memory does not. */
+		CHECK(pp->lock & (1 << 15));
+		CHECK(pthread_spin_init(&mine, PTHREAD_PROCESS_PRIVATE) == 0);
+		CHECK(!(mine & (1 << 15)));
+	}
 	pid = fork();
 	CHECK(pid >= 0);
 	if (pid == 0) {
@@ -473,7 +486,9 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "posix"))
 		return test_posix();
 	if (!strcmp(m, "fork"))
-		return test_fork();
+		return test_fork(PTHREAD_PROCESS_SHARED);
+	if (!strcmp(m, "private-in-shared"))
+		return test_fork(PTHREAD_PROCESS_PRIVATE);
 	if (!strcmp(m, "killed"))
 		return test_killed();
 	if (!strcmp(m, "pshared-stall"))
@@ -488,7 +503,7 @@ int main(int argc, char **argv)
 		return test_relock_abort();
 	if (!strcmp(m, "cross-unlock"))
 		return test_cross_unlock();
-	dprintf(2, "usage: %s posix|fork|killed|pshared-stall|relock-wait|abba-wait|relock-error|"
+	dprintf(2, "usage: %s posix|fork|private-in-shared|killed|pshared-stall|relock-wait|abba-wait|relock-error|"
 		   "relock-abort|cross-unlock\n", argv[0]);
 	return 2;
 }

@@ -13,7 +13,8 @@
  * Semantics (glibc's by default; the policies are read once at load time):
  *  - pthread_spin_init: 0. PTHREAD_PROCESS_SHARED gives a process-shared
  *    rqspinlock (rqspin_lock_init_pshared), PTHREAD_PROCESS_PRIVATE a
- *    private one; any other value EINVAL.
+ *    private one, unless the lock lies in shared memory (see
+ *    in_shared_memory); any other value EINVAL.
  *  - pthread_spin_lock: 0 when acquired, also when the previous holder
  *    died holding it (thread exit, or for a process-shared lock a killed
  *    process): the caller takes it over, where glibc would spin forever.
@@ -38,9 +39,11 @@
  * installs (rqspin_set_report_hook) replaces none the program set later.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,6 +58,7 @@ enum policy { POLICY_WAIT, POLICY_ERROR, POLICY_ABORT };
 
 static enum policy deadlock_policy;
 static enum policy timeout_policy;
+static uintptr_t page_size; /* for in_shared_memory */
 
 static inline rqspinlock_t *as_rqspin(pthread_spinlock_t *lock)
 {
@@ -239,6 +243,7 @@ __attribute__((constructor)) static void shim_init(void)
 {
 	deadlock_policy = parse_policy("RQSPIN_PTHREAD_DEADLOCK", getenv("RQSPIN_PTHREAD_DEADLOCK"));
 	timeout_policy = parse_policy("RQSPIN_PTHREAD_TIMEOUT", getenv("RQSPIN_PTHREAD_TIMEOUT"));
+	page_size = getauxval(AT_PAGESZ) ? getauxval(AT_PAGESZ) : 4096;
 	rqspin_set_report_hook(shim_report, NULL);
 }
 
@@ -303,14 +308,65 @@ static __attribute__((noinline, cold)) int lock_failed(rqspinlock_t *l, int ret)
 	}
 }
 
+/* ---- Private locks in shared memory. ---- */
+
+/*
+ * With glibc a PTHREAD_PROCESS_PRIVATE spinlock works across processes
+ * (it is one atomic word), and programs rely on it: they init locks in
+ * MAP_SHARED memory as private and fork. A private rqspinlock's waiters
+ * queue through per-process records and could wait forever there, so
+ * such a lock is made process-shared (correct for one process too, just
+ * not queued). The kernel's page flags tell: /proc/self/pagemap bit 61 is
+ * "file page or shared anonymous" (the word was written first, so a
+ * private page is an anonymous copy by now). Pages found private are
+ * remembered (a direct-mapped cache), so inits of many locks in one page
+ * cost one look. A page remembered as private and since remapped shared
+ * is missed: that lock stays private. No /proc: locks stay private.
+ * open/pread/close: async-signal-safe.
+ */
+#define PAGEMAP_SHARED (1ull << 61)
+#define PRIVATE_PAGES 256u
+
+static uintptr_t private_pages[PRIVATE_PAGES]; /* page number + 1 */
+
+static bool in_shared_memory(const void *p)
+{
+	uintptr_t page = (uintptr_t)p / page_size;
+	uintptr_t *slot = &private_pages[page % PRIVATE_PAGES];
+	uint64_t entry = 0;
+	int e = errno, fd;
+	bool shared;
+
+	/* Relaxed: each cache slot is one word, read and written whole;
+	 * nothing else is published with it. */
+	if (__atomic_load_n(slot, __ATOMIC_RELAXED) == page + 1)
+		return false;
+	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		errno = e;
+		return false;
+	}
+	shared = pread(fd, &entry, sizeof(entry), (off_t)(page * sizeof(entry))) ==
+			 (ssize_t)sizeof(entry) &&
+		 (entry & PAGEMAP_SHARED);
+	close(fd);
+	errno = e;
+	if (!shared)
+		__atomic_store_n(slot, page + 1, __ATOMIC_RELAXED);
+	return shared;
+}
+
 SHIM_API int pthread_spin_init(pthread_spinlock_t *lock, int pshared)
 {
-	if (pshared == PTHREAD_PROCESS_SHARED)
+	if (pshared == PTHREAD_PROCESS_SHARED) {
 		rqspin_lock_init_pshared(as_rqspin(lock));
-	else if (pshared == PTHREAD_PROCESS_PRIVATE)
+	} else if (pshared == PTHREAD_PROCESS_PRIVATE) {
 		rqspin_lock_init(as_rqspin(lock));
-	else
+		if (in_shared_memory(as_rqspin(lock)))
+			rqspin_lock_init_pshared(as_rqspin(lock));
+	} else {
 		return EINVAL;
+	}
 	return 0;
 }
 
