@@ -170,7 +170,9 @@ RQSPIN_MUST_CHECK static inline int rqspin_lock(rqspinlock_t *lock)
  *  - -EOWNERDEAD: the holder thread is gone (its process died, was
  *    killed, or the thread exited holding the lock): the caller took the
  *    lock over. Found by the holder's thread id, stored in the word on
- *    every acquisition, which waiters probe about once per millisecond.
+ *    every acquisition, which waiters probe about once per millisecond
+ *    (a killed process not yet reaped, a zombie, once the word has not
+ *    changed for 10 ms: that look reads /proc).
  *
  * Limits: all processes using the lock must share one PID namespace
  * (thread ids are compared as numbers); a holder whose thread id was

@@ -41,6 +41,9 @@
 #define YIELD_BUDGET 64u
 #define PAUSE_MIN_NS 16000ull
 #define PAUSE_MAX_NS NSEC_PER_MSEC
+/* A holder is looked up in /proc (zombie?) once the word has not changed
+ * for this long: a lock in use changes hands long before. */
+#define ZOMBIE_CHECK_NS (10ull * NSEC_PER_MSEC)
 /* Timeout: 4T, the budget of waiters without a queue. */
 #define TIMEOUT_FACTOR 4u
 
@@ -69,6 +72,8 @@ static inline pid_t tid_decode(uint32_t val)
 		       ((val >> TID_HIGH_SHIFT) << TID_LOW_BITS));
 }
 
+/* Relaxed: a look only decides whether to try; the CAS that takes the
+ * lock is the acquire. */
 static inline uint32_t word_load(rqspinlock_t *l)
 {
 	return __atomic_load_n(&l->w.val, __ATOMIC_RELAXED);
@@ -139,8 +144,9 @@ static bool tid_is_zombie(pid_t tid)
 }
 
 /* Is the thread tid gone? ESRCH: no such task (in our PID namespace);
- * EPERM means it exists. */
-static bool holder_dead(pid_t tid)
+ * EPERM means it exists. The zombie check reads /proc, so the caller
+ * asks for it only once the word has stood still for a while. */
+static bool holder_dead(pid_t tid, bool check_zombie)
 {
 	int e = errno;
 	bool dead;
@@ -148,7 +154,7 @@ static bool holder_dead(pid_t tid)
 	if (tid <= 0)
 		return false;
 	dead = kill(tid, 0) != 0 && errno == ESRCH;
-	if (!dead)
+	if (!dead && check_zombie)
 		dead = tid_is_zombie(tid);
 	errno = e;
 	return dead;
@@ -168,6 +174,8 @@ struct pwait {
 	rqspinlock_t *lock;
 	uint64_t start, deadline, last_check;
 	uint64_t pause;
+	uint64_t same_since; /* when the word was last seen to change */
+	uint32_t same_val;
 	uint32_t iter;
 	int event;
 	pid_t holder; /* for the timeout report */
@@ -290,12 +298,18 @@ int pshared_lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 			uint64_t now = arch_now_ns();
 
 			if (!w.start) {
-				w.start = w.last_check = now;
+				w.start = w.last_check = w.same_since = now;
+				w.same_val = val;
 				w.deadline = now + TIMEOUT_FACTOR * timeout_ns;
 			} else if (now - w.last_check >= NSEC_PER_MSEC) {
 				w.last_check = now;
+				if (val != w.same_val) {
+					w.same_val = val;
+					w.same_since = now;
+				}
 				w.holder = tid_decode(val);
-				if (holder_dead(w.holder) && word_take(lock, &val, mine))
+				if (holder_dead(w.holder, now - w.same_since >= ZOMBIE_CHECK_NS) &&
+				    word_take(lock, &val, mine))
 					goto took_over;
 				ret = check(&w, now);
 				if (ret) {
