@@ -156,9 +156,9 @@ RQSPIN_MUST_CHECK static inline int rqspin_lock(rqspinlock_t *lock)
 /*
  * Process-shared rqspinlocks: for a lock word in memory that several
  * processes map (MAP_SHARED, shm_open), used by threads of all of them.
- * rqspin_lock_init_pshared() marks the word; every rqspin_* function
- * above then works on it unchanged (same calls, same return codes), but
- * waits with a second protocol that does not link per-process queue
+ * rqspin_lock_init_pshared() marks the word; the rqspin_* lock functions
+ * then work on it unchanged (same calls, same return codes), but
+ * wait with a second protocol that does not link per-process queue
  * nodes: waiters spin, then yield, then sleep with a bounded back-off
  * (at most 1 ms) and re-check the word.
  *
