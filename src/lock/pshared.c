@@ -279,6 +279,13 @@ int pshared_lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 	uint32_t mine = my_word(w.self);
 	int ret;
 
+	/* Free: take it. (Every acquisition of a pshared lock comes here,
+	 * after the inline CAS failed on the mark.) A lock we hold is not
+	 * free, so the AA check can wait until it is needed. */
+	if (locked_byte(val) == 0 && word_take(lock, &val, mine)) {
+		stat_inc(&w.self->stats.stolen);
+		return 0;
+	}
 	if (held_aa(w.self, lock)) {
 		w.event = RQSPIN_EV_AA;
 		fail(&w, -EDEADLK);
