@@ -7,7 +7,7 @@ set -euo pipefail
 # man-db, groff-base: the man page check; netcat-openbsd: examples/README.
 pkgs=(build-essential cmake pkg-config libck-dev liburcu-dev libjemalloc-dev
       libmimalloc-dev libbenchmark-dev gnuplot-nox gcc-aarch64-linux-gnu spin
-      libc6-dev-arm64-cross man-db groff-base netcat-openbsd)
+      libc6-dev-arm64-cross man-db groff-base netcat-openbsd stress-ng)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

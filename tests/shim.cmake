@@ -1,3 +1,8 @@
+# Process-shared rqspinlocks through the library's API (what the shim's
+# PTHREAD_PROCESS_SHARED builds on), in every build flavour.
+rqspin_add_test(NAME shim_pshared_api SOURCES shim_pshared_api.c
+  TIMEOUT 90 LABELS rqspin unit)
+
 # The pthread_spin_* preload shim, the exported symbols, and a downstream
 # project built against the installed tree. Sanitizer builds skip these:
 # preloading into, or linking a plain program against, an instrumented
@@ -12,7 +17,7 @@ target_link_libraries(shim_prog PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
 add_test(NAME shim_without_preload COMMAND shim_prog)
 add_test(NAME shim_with_preload COMMAND shim_prog)
 set_tests_properties(shim_with_preload PROPERTIES
-  ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:rqspin-pthread>;SHIM_EXPECTED=1")
+  ENVIRONMENT "LD_PRELOAD=$<TARGET_FILE:rqspin-pthread>;SHIM_EXPECTED=1;RQSPIN_PTHREAD_DEADLOCK=error")
 set_tests_properties(shim_without_preload shim_with_preload PROPERTIES TIMEOUT 120)
 
 add_test(NAME exported_symbols
@@ -23,3 +28,31 @@ add_test(NAME downstream_install
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/downstream/run.sh ${PROJECT_BINARY_DIR}
           ${CMAKE_CURRENT_BINARY_DIR}/downstream)
 set_tests_properties(downstream_install PROPERTIES TIMEOUT 300)
+
+# pthread_spin_* conformance under the shim (tests/shim_conform.c says what
+# each mode checks). shim_cross_unlock runs under =error so that a false
+# deadlock shows as EDEADLK.
+add_executable(shim_conform shim_conform.c)
+target_compile_definitions(shim_conform PRIVATE _GNU_SOURCE)
+target_link_libraries(shim_conform PRIVATE Threads::Threads)
+set(shim_preload "LD_PRELOAD=$<TARGET_FILE:rqspin-pthread>")
+foreach(mode posix fork private-in-shared killed pshared-stall relock-wait abba-wait relock-error relock-abort cross-unlock)
+  string(REPLACE "-" "_" name "shim_${mode}")
+  if(mode STREQUAL "cross-unlock")
+    set(name shim_cross_unlock)
+  endif()
+  add_test(NAME ${name} COMMAND shim_conform ${mode})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 90 ENVIRONMENT "${shim_preload}")
+endforeach()
+set_tests_properties(shim_relock_error shim_cross_unlock PROPERTIES
+  ENVIRONMENT "${shim_preload};RQSPIN_PTHREAD_DEADLOCK=error")
+set_tests_properties(shim_pshared_stall PROPERTIES
+  ENVIRONMENT "${shim_preload};RQSPIN_TIMEOUT_MS=50")
+set_tests_properties(shim_relock_abort PROPERTIES
+  ENVIRONMENT "${shim_preload};RQSPIN_PTHREAD_DEADLOCK=abort")
+
+# A packaged program (stress-ng, installed by scripts/deps.sh) under the
+# shim; skipped when it is not installed.
+add_test(NAME shim_stress_ng COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/shim_stress_ng.sh
+         $<TARGET_FILE:rqspin-pthread>)
+set_tests_properties(shim_stress_ng PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)

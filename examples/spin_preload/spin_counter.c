@@ -5,9 +5,11 @@
  *   LD_PRELOAD=path/to/librqspin-pthread.so ./spin_counter 8
  *
  * With the shim its threads queue instead of all spinning (it stays fast
- * when there are more threads than cores), and the relock at the end —
- * a bug that hangs forever with glibc — comes back as EDEADLK (with
- * --relock the exit status is 0 only if it did). */
+ * when there are more threads than cores). The relock at the end (--relock)
+ * is a bug that hangs forever with glibc; the shim reports it on stderr
+ * and, by default, hangs too (glibc's semantics), but asleep; with
+ * RQSPIN_PTHREAD_DEADLOCK=error it comes back as EDEADLK (with --relock
+ * the exit status is 0 only if it did). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>

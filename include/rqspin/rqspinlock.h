@@ -211,6 +211,68 @@ RQSPIN_MUST_CHECK static inline int rqspin_lock(rqspinlock_t *lock)
 }
 
 /*
+ * Process-shared rqspinlocks: for a lock word in memory that several
+ * processes map (MAP_SHARED, shm_open), used by threads of all of them.
+ * rqspin_lock_init_pshared() marks the word; the rqspin_* lock functions
+ * then work on it unchanged (same calls, same return codes), but
+ * wait with a second protocol that does not link per-process queue
+ * nodes: waiters spin, then yield, then sleep with a bounded back-off
+ * (at most 1 ms) and re-check the word.
+ *
+ *  - -EDEADLK: AA and ABBA/cycles among the threads of the calling
+ *    process (it cannot see the other processes' held tables); a cycle
+ *    across processes ends in -ETIMEDOUT.
+ *  - -ETIMEDOUT: not acquired within 4T (T as in the file comment: all
+ *    waiters are equal here, as in the no-queue fallback).
+ *  - -EOWNERDEAD: the holder thread is gone (its process died, was
+ *    killed, or the thread exited holding the lock): the caller took the
+ *    lock over. Found by the holder's thread id, stored in the word on
+ *    every acquisition, which waiters probe about once per millisecond
+ *    (a killed process not yet reaped, a zombie, once the word has not
+ *    changed for 10 ms: that look reads /proc).
+ *
+ * Limits: all processes using the lock must share one PID namespace
+ * (thread ids are compared as numbers); a holder whose thread id was
+ * reused by a new thread before a waiter noticed its death looks alive
+ * (the waiter times out instead); thread ids of 2^22 and above (beyond
+ * the kernel's PID_MAX_LIMIT) are stored as 0: such holders are never
+ * found dead. Waiting is not FIFO: a waiter may be overtaken.
+ *
+ * The word (32 bits; a private word never sets bits 9..15):
+ *   bits  0- 7  locked byte: 0 free, RQSPIN__PSHARED_LOCKED held,
+ *               RQSPIN__LOCKED_OWNER_DEAD abandoned
+ *   bits  9-14  holder thread id, bits 0..5
+ *   bit  15     RQSPIN__PSHARED_MARK, permanent
+ *   bits 16-31  holder thread id, bits 6..21
+ * The holder's value (2, not 1) keeps the private path's owner-death
+ * marking, which runs in forked children for threads that did not
+ * survive the fork, away from pshared words: in a child the parent's
+ * holders are still alive. rqspin_unlock stores 0 to the locked byte as
+ * for a private word; the mark and the last holder's id stay.
+ */
+#define RQSPIN__PSHARED_MARK (1u << 15)
+#define RQSPIN__PSHARED_LOCKED 2u
+
+/* ABI for rqspin_trylock: a process-shared word, observed as val. */
+RQSPIN_API bool rqspin__pshared_trylock(rqspinlock_t *lock, uint32_t val);
+
+/*
+ * Initialise an unlocked process-shared lock. Must not race with users of
+ * the lock (in any process). Async-signal-safe.
+ */
+static inline void rqspin_lock_init_pshared(rqspinlock_t *lock)
+{
+	__atomic_store_n(&lock->w.val, RQSPIN__PSHARED_MARK, __ATOMIC_RELAXED);
+}
+
+/* True when lock was initialised by rqspin_lock_init_pshared().
+ * Async-signal-safe. */
+static inline bool rqspin_is_pshared(const rqspinlock_t *lock)
+{
+	return (__atomic_load_n(&lock->w.val, __ATOMIC_RELAXED) & RQSPIN__PSHARED_MARK) != 0;
+}
+
+/*
  * Try once; true when acquired. Never waits, never fails otherwise.
  * Async-signal-safe. NULL lock: false.
  */
@@ -229,7 +291,8 @@ RQSPIN_MUST_CHECK static inline bool rqspin_trylock(rqspinlock_t *lock)
 	rqspin__held_push(self, lock);
 	/* acquire on success: pairs with the release in rqspin_unlock. */
 	if (__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
-					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED) ||
+	    ((val & RQSPIN__PSHARED_MARK) && rqspin__pshared_trylock(lock, val))) {
 		RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY);
 		return true;
 	}

@@ -897,5 +897,12 @@ void rqspin__qspin_lock_slowpath(qspinlock_t *lock, uint32_t val)
 
 int rqspin__lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 {
+	/* A process-shared word has its own protocol (pshared.h); only such
+	 * a word has the mark, and nothing clears it. */
+	extern int pshared_lock_slowpath(rqspinlock_t *, uint32_t, uint64_t);
+
+	if (val & RQSPIN__PSHARED_MARK)
+		return pshared_lock_slowpath(lock, val,
+					     timeout_ns ? timeout_ns : lock_default_timeout());
 	return slowpath(&lock->w, val, true, timeout_ns ? timeout_ns : lock_default_timeout());
 }

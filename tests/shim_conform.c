@@ -1,0 +1,509 @@
+/* pthread_spin_* conformance, run with librqspin-pthread.so preloaded
+ * (tests/shim.cmake). Like any program it includes no librqspin header.
+ *
+ *   shim_conform posix        POSIX return values, a counter under a
+ *                             private and under a process-shared lock
+ *   shim_conform fork         process-shared lock in MAP_SHARED memory:
+ *                             parent/child ping-pong, then a counter
+ *                             bumped by two threads in each process
+ *   shim_conform private-in-shared  the same with locks initialised
+ *                             PTHREAD_PROCESS_PRIVATE, which glibc lets
+ *                             programs share across processes
+ *   shim_conform killed       a holder process killed with SIGKILL: a
+ *                             sibling (holder still a zombie) and then
+ *                             the parent (reaped) take the lock
+ *   shim_conform pshared-stall a live holder process that never lets go:
+ *                             the waiter reports the timeout once and
+ *                             keeps waiting; once the holder is killed it
+ *                             takes the lock (run with a short timeout)
+ *   shim_conform relock-wait  default policy: a relock keeps waiting (a
+ *                             watchdog checks it has not returned, that
+ *                             it sleeps rather than spins, and that one
+ *                             report line was written)
+ *   shim_conform abba-wait    default policy: the same for ABBA
+ *   shim_conform relock-error RQSPIN_PTHREAD_DEADLOCK=error: EDEADLK
+ *   shim_conform relock-abort RQSPIN_PTHREAD_DEADLOCK=abort: SIGABRT
+ *   shim_conform cross-unlock one thread locks, another unlocks; the
+ *                             first then locks it again under contention
+ *                             and must not see EDEADLK (run with =error)
+ *
+ * Exit status 0 on success; every wait is bounded by alarm().
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Failures go to the original stderr, also once the shim's stderr is a
+ * pipe the test reads. */
+static int err_fd = 2;
+
+#define CHECK(c)                                                                     \
+	do {                                                                         \
+		if (!(c)) {                                                          \
+			dprintf(err_fd, "%s:%d: failed: %s\n", __FILE__, __LINE__, #c); \
+			_exit(1);                                                    \
+		}                                                                    \
+	} while (0)
+
+#define ITERS 20000
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static double cpu_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void *shared_mem(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	CHECK(p != MAP_FAILED);
+	return p;
+}
+
+/* ---- posix ---- */
+
+struct counted {
+	pthread_spinlock_t lock;
+	long counter, shadow;
+};
+
+static void *bump(void *arg)
+{
+	struct counted *c = arg;
+
+	for (int i = 0; i < ITERS; i++) {
+		CHECK(pthread_spin_lock(&c->lock) == 0);
+		CHECK(c->counter == c->shadow);
+		c->counter++;
+		c->shadow++;
+		CHECK(pthread_spin_unlock(&c->lock) == 0);
+	}
+	return NULL;
+}
+
+static void count_with(struct counted *c, int threads)
+{
+	pthread_t t[4];
+
+	for (int i = 0; i < threads; i++)
+		CHECK(pthread_create(&t[i], NULL, bump, c) == 0);
+	for (int i = 0; i < threads; i++)
+		CHECK(pthread_join(t[i], NULL) == 0);
+}
+
+static int test_posix(void)
+{
+	int kinds[] = { PTHREAD_PROCESS_PRIVATE, PTHREAD_PROCESS_SHARED };
+	pthread_spinlock_t l;
+
+	CHECK(pthread_spin_init(&l, 42) == EINVAL);
+	CHECK(pthread_spin_init(&l, -1) == EINVAL);
+	for (int k = 0; k < 2; k++) {
+		struct counted c = { .counter = 0 };
+
+		CHECK(pthread_spin_init(&l, kinds[k]) == 0);
+		CHECK(pthread_spin_trylock(&l) == 0);
+		CHECK(pthread_spin_trylock(&l) == EBUSY);
+		CHECK(pthread_spin_destroy(&l) == EBUSY);
+		CHECK(pthread_spin_unlock(&l) == 0);
+		CHECK(pthread_spin_lock(&l) == 0);
+		CHECK(pthread_spin_trylock(&l) == EBUSY);
+		CHECK(pthread_spin_unlock(&l) == 0);
+		CHECK(pthread_spin_destroy(&l) == 0);
+
+		CHECK(pthread_spin_init(&c.lock, kinds[k]) == 0);
+		count_with(&c, 4);
+		CHECK(c.counter == 4L * ITERS);
+		CHECK(pthread_spin_destroy(&c.lock) == 0);
+	}
+	return 0;
+}
+
+/* ---- fork ---- */
+
+#define ROUNDS 2000
+
+struct pingpong {
+	pthread_spinlock_t lock;
+	long turn; /* even: parent's move, odd: child's */
+	struct counted c;
+};
+
+static void play(struct pingpong *pp, long parity)
+{
+	for (long moves = 0; moves < ROUNDS;) {
+		CHECK(pthread_spin_lock(&pp->lock) == 0);
+		if (pp->turn % 2 == parity) {
+			pp->turn++;
+			moves++;
+		}
+		CHECK(pthread_spin_unlock(&pp->lock) == 0);
+		if (moves < ROUNDS)
+			sched_yield();
+	}
+}
+
+static int test_fork(int kind)
+{
+	struct pingpong *pp = shared_mem(sizeof(*pp));
+	int status;
+	pid_t pid;
+
+	CHECK(pthread_spin_init(&pp->lock, kind) == 0);
+	CHECK(pthread_spin_init(&pp->c.lock, kind) == 0);
+	if (kind == PTHREAD_PROCESS_PRIVATE) {
+		pthread_spinlock_t mine;
+
+		/* The shim's encoding (docs/man/librqspin-pthread.7): a
+		 * lock in shared memory gets the process-shared mark, bit
+		 * 15; one in private memory does not. */
+		CHECK(pp->lock & (1 << 15));
+		CHECK(pthread_spin_init(&mine, PTHREAD_PROCESS_PRIVATE) == 0);
+		CHECK(!(mine & (1 << 15)));
+	}
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		play(pp, 1);
+		count_with(&pp->c, 2);
+		_exit(0);
+	}
+	play(pp, 0);
+	count_with(&pp->c, 2);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(pp->turn == 2 * ROUNDS);
+	CHECK(pp->c.counter == 4L * ITERS && pp->c.shadow == pp->c.counter);
+	CHECK(pthread_spin_destroy(&pp->lock) == 0);
+	return 0;
+}
+
+/* ---- killed ---- */
+
+static int test_killed(void)
+{
+	struct counted *c = shared_mem(sizeof(*c));
+	int ready[2], status;
+	pid_t holder, waiter;
+	char b;
+
+	CHECK(pthread_spin_init(&c->lock, PTHREAD_PROCESS_SHARED) == 0);
+	CHECK(pipe(ready) == 0);
+	holder = fork();
+	CHECK(holder >= 0);
+	if (holder == 0) {
+		CHECK(pthread_spin_lock(&c->lock) == 0);
+		c->counter = 1; /* left half-done: the lock dies with us */
+		CHECK(write(ready[1], "x", 1) == 1);
+		for (;;)
+			pause();
+	}
+	CHECK(read(ready[0], &b, 1) == 1);
+	CHECK(pthread_spin_trylock(&c->lock) == EBUSY);
+	CHECK(kill(holder, SIGKILL) == 0);
+	/* The killed holder stays a zombie until reaped: a sibling must
+	 * still see it as dead. */
+	waiter = fork();
+	CHECK(waiter >= 0);
+	if (waiter == 0) {
+		CHECK(pthread_spin_lock(&c->lock) == 0);
+		c->counter = 2;
+		CHECK(pthread_spin_unlock(&c->lock) == 0);
+		_exit(0);
+	}
+	CHECK(waitpid(waiter, &status, 0) == waiter);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(waitpid(holder, &status, 0) == holder);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	CHECK(c->counter == 2);
+	CHECK(pthread_spin_lock(&c->lock) == 0);
+	CHECK(pthread_spin_unlock(&c->lock) == 0);
+	/* Once more with the holder reaped before anybody waits. */
+	holder = fork();
+	CHECK(holder >= 0);
+	if (holder == 0) {
+		CHECK(pthread_spin_lock(&c->lock) == 0);
+		_exit(0); /* exits holding it */
+	}
+	CHECK(waitpid(holder, &status, 0) == holder);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(pthread_spin_lock(&c->lock) == 0);
+	CHECK(pthread_spin_unlock(&c->lock) == 0);
+	return 0;
+}
+
+/* ---- pshared-stall ---- */
+
+static int test_pshared_stall(void)
+{
+	struct counted *c = shared_mem(sizeof(*c));
+	int ready[2], errs[2], status;
+	pid_t holder, waiter;
+	char b, buf[1024];
+	ssize_t n;
+
+	CHECK(pthread_spin_init(&c->lock, PTHREAD_PROCESS_SHARED) == 0);
+	CHECK(pipe(ready) == 0 && pipe(errs) == 0);
+	holder = fork();
+	CHECK(holder >= 0);
+	if (holder == 0) {
+		CHECK(pthread_spin_lock(&c->lock) == 0);
+		CHECK(write(ready[1], "x", 1) == 1);
+		for (;;)
+			pause();
+	}
+	CHECK(read(ready[0], &b, 1) == 1);
+	waiter = fork();
+	CHECK(waiter >= 0);
+	if (waiter == 0) {
+		CHECK(dup2(errs[1], 2) == 2);
+		CHECK(pthread_spin_lock(&c->lock) == 0);
+		c->counter = 7;
+		CHECK(pthread_spin_unlock(&c->lock) == 0);
+		_exit(0);
+	}
+	close(errs[1]);
+	/* Many timeouts (RQSPIN_TIMEOUT_MS=50): still waiting, one report. */
+	sleep_ms(1500);
+	CHECK(waitpid(waiter, &status, WNOHANG) == 0);
+	n = read(errs[0], buf, sizeof(buf) - 1);
+	CHECK(n > 0);
+	buf[n] = 0;
+	dprintf(1, "reports:\n%s", buf);
+	CHECK(strstr(buf, "no progress for the timeout") != NULL);
+	CHECK(strstr(buf, "still waiting") != NULL);
+	CHECK(strchr(buf, '\n') == buf + n - 1); /* one line */
+	CHECK(kill(holder, SIGKILL) == 0);
+	CHECK(waitpid(waiter, &status, 0) == waiter);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(waitpid(holder, &status, 0) == holder);
+	CHECK(c->counter == 7);
+	return 0;
+}
+
+/* ---- relock / ABBA under the default policy ---- */
+
+static pthread_spinlock_t la, lb;
+static int returned; /* a blocked lock call came back */
+static int report_pipe[2];
+
+static void *relocker(void *arg)
+{
+	(void)arg;
+	CHECK(pthread_spin_lock(&la) == 0);
+	pthread_spin_lock(&la); /* glibc: waits forever */
+	__atomic_store_n(&returned, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static pthread_barrier_t abba_barrier;
+
+static void *abba(void *arg)
+{
+	pthread_spinlock_t *first = arg ? &la : &lb, *second = arg ? &lb : &la;
+
+	CHECK(pthread_spin_lock(first) == 0);
+	pthread_barrier_wait(&abba_barrier);
+	pthread_spin_lock(second); /* both wait forever */
+	__atomic_store_n(&returned, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Reads what the shim wrote to stderr so far (stderr is the pipe): one
+ * line per lock and kind, at least one of them of this kind. */
+static void check_reports(const char *kind, int max_lines)
+{
+	char buf[4096];
+	ssize_t n = read(report_pipe[0], buf, sizeof(buf) - 1);
+	int lines = 0;
+
+	CHECK(n > 0);
+	buf[n] = 0;
+	dprintf(1, "reports:\n%s", buf);
+	for (char *line = buf, *end; (end = strchr(line, '\n')); line = end + 1) {
+		lines++;
+		CHECK(!strncmp(line, "rqspin-pthread: pthread_spin_lock(", 34));
+	}
+	CHECK(lines >= 1 && lines <= max_lines);
+	CHECK(strstr(buf, kind) != NULL);
+	CHECK(strstr(buf, "still waiting") != NULL);
+	CHECK(strstr(buf, "EDEADLK") == NULL);
+}
+
+static int test_still_waiting(bool two)
+{
+	pthread_t t[2];
+	double cpu0;
+
+	CHECK(pipe(report_pipe) == 0);
+	err_fd = dup(2);
+	CHECK(err_fd > 2);
+	CHECK(dup2(report_pipe[1], 2) == 2);
+	CHECK(pthread_spin_init(&la, PTHREAD_PROCESS_PRIVATE) == 0);
+	CHECK(pthread_spin_init(&lb, PTHREAD_PROCESS_PRIVATE) == 0);
+	CHECK(pthread_barrier_init(&abba_barrier, NULL, 2) == 0);
+	if (two) {
+		CHECK(pthread_create(&t[0], NULL, abba, (void *)1) == 0);
+		CHECK(pthread_create(&t[1], NULL, abba, NULL) == 0);
+	} else {
+		CHECK(pthread_create(&t[0], NULL, relocker, NULL) == 0);
+	}
+	/* Several default timeouts (250 ms): the retries have run. */
+	sleep_ms(500);
+	cpu0 = cpu_seconds();
+	sleep_ms(1500);
+	CHECK(!__atomic_load_n(&returned, __ATOMIC_RELAXED));
+	dprintf(1, "waiters used %.3f s of CPU in 1.5 s\n", cpu_seconds() - cpu0);
+	if (two) {
+		/* Each thread may see ABBA, or a timeout while the other
+		 * backs off: up to two kinds on each of the two locks. */
+		check_reports("deadlock (ABBA", 4);
+	} else {
+		/* A relock fails at once, so the waiter sleeps between
+		 * tries: a generous bound (spinning would take ~1.5 s). */
+		CHECK(cpu_seconds() - cpu0 < 0.5);
+		check_reports("deadlock (AA", 1);
+	}
+	_exit(0); /* the waiters never return */
+}
+
+/* ---- relock under =error and =abort ---- */
+
+static int test_relock_error(void)
+{
+	pthread_spinlock_t l;
+
+	CHECK(pthread_spin_init(&l, PTHREAD_PROCESS_PRIVATE) == 0);
+	CHECK(pthread_spin_lock(&l) == 0);
+	CHECK(pthread_spin_lock(&l) == EDEADLK);
+	CHECK(pthread_spin_lock(&l) == EDEADLK);
+	CHECK(pthread_spin_unlock(&l) == 0);
+	CHECK(pthread_spin_lock(&l) == 0);
+	CHECK(pthread_spin_unlock(&l) == 0);
+	CHECK(pthread_spin_init(&l, PTHREAD_PROCESS_SHARED) == 0);
+	CHECK(pthread_spin_lock(&l) == 0);
+	CHECK(pthread_spin_lock(&l) == EDEADLK);
+	CHECK(pthread_spin_unlock(&l) == 0);
+	return 0;
+}
+
+static int test_relock_abort(void)
+{
+	struct rlimit no_core = { 0, 0 };
+	int status;
+	pid_t pid = fork();
+
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		pthread_spinlock_t l;
+
+		setrlimit(RLIMIT_CORE, &no_core);
+		CHECK(pthread_spin_init(&l, PTHREAD_PROCESS_PRIVATE) == 0);
+		CHECK(pthread_spin_lock(&l) == 0);
+		pthread_spin_lock(&l);
+		_exit(3); /* must not get here */
+	}
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+	return 0;
+}
+
+/* ---- cross-thread unlock ---- */
+
+static pthread_spinlock_t lx;
+static int phase;
+
+static void wait_phase(int p)
+{
+	while (__atomic_load_n(&phase, __ATOMIC_ACQUIRE) < p)
+		sleep_ms(1);
+}
+
+static void set_phase(int p)
+{
+	__atomic_store_n(&phase, p, __ATOMIC_RELEASE);
+}
+
+static void *other(void *arg)
+{
+	(void)arg;
+	wait_phase(1);
+	CHECK(pthread_spin_unlock(&lx) == 0); /* unlocks the first thread's lock */
+	CHECK(pthread_spin_lock(&lx) == 0);
+	set_phase(2);
+	sleep_ms(50); /* the first thread is waiting now */
+	CHECK(pthread_spin_unlock(&lx) == 0);
+	return NULL;
+}
+
+static int test_cross_unlock(void)
+{
+	pthread_t t;
+
+	CHECK(pthread_spin_init(&lx, PTHREAD_PROCESS_PRIVATE) == 0);
+	CHECK(pthread_create(&t, NULL, other, NULL) == 0);
+	CHECK(pthread_spin_lock(&lx) == 0);
+	set_phase(1);
+	wait_phase(2);
+	/* Contended (the other thread holds it): glibc waits, then takes
+	 * it. A stale record of our first lock must not turn this into a
+	 * deadlock report. */
+	CHECK(pthread_spin_lock(&lx) == 0);
+	CHECK(pthread_spin_unlock(&lx) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	for (int i = 0; i < 100; i++) {
+		CHECK(pthread_spin_lock(&lx) == 0);
+		CHECK(pthread_spin_unlock(&lx) == 0);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *m = argc > 1 ? argv[1] : "";
+
+	alarm(60); /* nothing here may hang a CI run */
+	if (!strcmp(m, "posix"))
+		return test_posix();
+	if (!strcmp(m, "fork"))
+		return test_fork(PTHREAD_PROCESS_SHARED);
+	if (!strcmp(m, "private-in-shared"))
+		return test_fork(PTHREAD_PROCESS_PRIVATE);
+	if (!strcmp(m, "killed"))
+		return test_killed();
+	if (!strcmp(m, "pshared-stall"))
+		return test_pshared_stall();
+	if (!strcmp(m, "relock-wait"))
+		return test_still_waiting(false);
+	if (!strcmp(m, "abba-wait"))
+		return test_still_waiting(true);
+	if (!strcmp(m, "relock-error"))
+		return test_relock_error();
+	if (!strcmp(m, "relock-abort"))
+		return test_relock_abort();
+	if (!strcmp(m, "cross-unlock"))
+		return test_cross_unlock();
+	dprintf(2, "usage: %s posix|fork|private-in-shared|killed|pshared-stall|relock-wait|abba-wait|relock-error|"
+		   "relock-abort|cross-unlock\n", argv[0]);
+	return 2;
+}
