@@ -1,18 +1,43 @@
 /* SPDX-License-Identifier: MIT */
 #include <stddef.h>
 
+#include <rqspin/rqspinlock.h>
+
 #include "lock/deadlock.h"
 #include "lock/held.h"
 
 /* Does lock keep its waiters waiting? Held, or its pending bit taken: a
  * pending waiter stuck in one of its own signal handlers blocks the queue
- * as surely as a holder. An owner-dead lock blocks nobody. */
+ * as surely as a holder. An owner-dead lock blocks nobody. A process-
+ * shared word (its permanent mark sits in the pending byte) is busy while
+ * its locked byte says held. */
 static bool lock_is_busy(const void *lock)
 {
 	const union rqspin__word *w = lock;
 	uint32_t val = __atomic_load_n(&w->val, __ATOMIC_RELAXED);
 
+	if (val & RQSPIN__PSHARED_MARK)
+		return (val & RQSPIN__LOCKED_MASK) == RQSPIN__PSHARED_LOCKED;
 	return (val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL || (val & RQSPIN__PENDING_MASK);
+}
+
+void deadlock_wait_begin(struct rqspin_thread *self, const void *lock, struct wait_token *t)
+{
+	t->prev_waiting = held_waiting_for(self);
+	t->candidate = false;
+	atomic_store_explicit(&self->waiting_for, lock, memory_order_relaxed);
+	t->holding = held_holds_any(self, true);
+	if (t->holding && self->slot != NO_SLOT)
+		t->candidate = registry_candidate_mark(self->slot);
+}
+
+void deadlock_wait_end(struct rqspin_thread *self, struct wait_token *t)
+{
+	if (t->candidate) {
+		registry_candidate_clear(self->slot);
+		t->candidate = false;
+	}
+	atomic_store_explicit(&self->waiting_for, t->prev_waiting, memory_order_relaxed);
 }
 
 static inline bool slot_in(const struct rqspin_slot *s, uint32_t state)

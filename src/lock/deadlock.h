@@ -37,6 +37,18 @@ struct deadlock_chain {
  */
 int deadlock_find(struct rqspin_thread *self, const void *lock, struct deadlock_chain *chain);
 
+/* What a waiter publishes for the searches of other threads: the lock it
+ * waits for and, when it holds another lock, its candidate bit. The
+ * previous values (of the code a signal handler interrupted) are kept in
+ * the token and restored by deadlock_wait_end. */
+struct wait_token {
+	const void *prev_waiting;
+	bool holding;   /* holds another lock: may be in a cycle */
+	bool candidate; /* this call set the candidate bit */
+};
+void deadlock_wait_begin(struct rqspin_thread *self, const void *lock, struct wait_token *t);
+void deadlock_wait_end(struct rqspin_thread *self, struct wait_token *t);
+
 /* A live thread other than self whose table says it holds lock, or NULL. */
 const struct rqspin_thread *deadlock_holder(const struct rqspin_thread *self, const void *lock);
 /* A thread in slot state `state`, other than self, waiting for lock in

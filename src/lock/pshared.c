@@ -273,7 +273,28 @@ static void step(struct pwait *w)
 	}
 }
 
+static int pshared_wait(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns);
+
+/* The wait, published for the deadlock searches of this process's other
+ * threads (waiting_for, candidate bit; see deadlock.h), with the fence
+ * that makes the first search see a partner that starts at the same time. */
 int pshared_lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
+{
+	struct rqspin_thread *self = registry_self();
+	struct wait_token tok;
+	int ret;
+
+	deadlock_wait_begin(self, lock, &tok);
+#ifndef RQSPIN__TSAN
+	if (tok.holding)
+		atomic_thread_fence(memory_order_seq_cst);
+#endif
+	ret = pshared_wait(lock, val, timeout_ns);
+	deadlock_wait_end(self, &tok);
+	return ret;
+}
+
+static int pshared_wait(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 {
 	struct pwait w = { .self = registry_self(), .lock = lock, .pause = PAUSE_MIN_NS };
 	uint32_t mine = my_word(w.self);
@@ -307,7 +328,10 @@ int pshared_lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 			if (!w.start) {
 				w.start = w.last_check = w.same_since = now;
 				w.same_val = val;
-				w.deadline = now + TIMEOUT_FACTOR * timeout_ns;
+				/* Saturating: a huge timeout waits for good. */
+				w.deadline = timeout_ns > (UINT64_MAX - now) / TIMEOUT_FACTOR
+						     ? UINT64_MAX
+						     : now + TIMEOUT_FACTOR * timeout_ns;
 			} else if (now - w.last_check >= NSEC_PER_MSEC) {
 				w.last_check = now;
 				if (val != w.same_val) {

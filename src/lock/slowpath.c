@@ -87,8 +87,7 @@ struct waiter {
 	bool res;          /* resilient: check deadlocks and timeouts */
 	bool have_pending; /* we hold the pending bit */
 	bool published;    /* waiting_for/role are ours to restore */
-	bool holding;      /* holds another lock: may be in a cycle */
-	bool candidate;    /* we set our deadlock-candidate bit */
+	struct wait_token tok; /* what we published for other threads' searches */
 	/* Pause iterations before yielding or parking. Shorter for a waiter
 	 * that holds other locks: when the thread it waits for shares its
 	 * CPU, that thread must run to release, or to find the cycle they
@@ -104,7 +103,6 @@ struct waiter {
 	uint32_t spins;
 	/* What this slow path overwrote in the thread record (a signal
 	 * handler's slow path restores the interrupted one's). */
-	const void *prev_waiting;
 	uint32_t prev_role;
 	/* The thread we wait for, while it runs past the deadline. */
 	pid_t stall_tid;
@@ -304,7 +302,7 @@ static int pre_wait_check(struct waiter *w)
 {
 	if (!w->res)
 		return 0;
-	if (!w->holding)
+	if (!w->tok.holding)
 		return 0;
 	w->spin_budget = SPIN_BUDGET_HOLDING;
 #ifndef RQSPIN__TSAN
@@ -558,25 +556,17 @@ static inline void wait_publish(struct waiter *w)
 {
 	if (!w->res || w->published)
 		return;
-	w->prev_waiting = held_waiting_for(w->self);
 	w->prev_role = atomic_load_explicit(&w->self->role, memory_order_relaxed);
-	atomic_store_explicit(&w->self->waiting_for, (const void *)w->lock, memory_order_relaxed);
+	deadlock_wait_begin(w->self, w->lock, &w->tok);
 	w->published = true;
-	w->holding = held_holds_any(w->self, true);
-	if (w->holding && w->self->slot != NO_SLOT)
-		w->candidate = registry_candidate_mark(w->self->slot);
 }
 
 static inline void wait_unpublish(struct waiter *w)
 {
 	if (!w->published)
 		return;
-	if (w->candidate) {
-		registry_candidate_clear(w->self->slot);
-		w->candidate = false;
-	}
 	atomic_store_explicit(&w->self->role, w->prev_role, memory_order_relaxed);
-	atomic_store_explicit(&w->self->waiting_for, w->prev_waiting, memory_order_relaxed);
+	deadlock_wait_end(w->self, &w->tok);
 	w->published = false;
 }
 
