@@ -55,3 +55,16 @@ endif()
 
 # fork() while another thread owns a heap (TSan: no fork with threads).
 rqspin_add_test(NAME alloc_fork SOURCES alloc_fork.c TIMEOUT 120 LABELS alloc unit NO_TSAN)
+
+# Interrupt anywhere: a tracer learns each operation's instructions by
+# single-stepping, then reruns it once per instruction and delivers there a
+# signal whose handler allocates and frees (alloc_ptrace.h). The long run
+# is `RQSPIN_INTERRUPT_LONG=1 tests/alloc_interrupt` (a few minutes). Not
+# under TSan (it runs handlers at its own points).
+rqspin_add_test(NAME alloc_interrupt SOURCES alloc_interrupt.c LIBS rqspin_alloc_debug
+  TIMEOUT 300 LABELS alloc signal NO_TSAN)
+if(TARGET alloc_interrupt)
+  target_include_directories(alloc_interrupt PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_definitions(alloc_interrupt PRIVATE RQSPIN_ALLOC_DEBUG=1 RQSPIN_ALLOC_TEST_HOOKS=1)
+  set_tests_properties(alloc_interrupt PROPERTIES SKIP_RETURN_CODE 77)
+endif()

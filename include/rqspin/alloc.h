@@ -63,9 +63,11 @@ extern "C" {
  * "out of memory", never "busy, try again", so retrying will not help.
  * A call from a signal handler that interrupted the allocator on the same
  * thread, and finds its size class in use there, is served from the next
- * size class or else from a shared lock-free reserve, which grows on demand
- * like the rest of the heap; it can therefore fail only for lack of memory
- * too.
+ * larger size class that keeps the alignment documented above (for a
+ * power-of-two class the next power of two) or else from a shared
+ * lock-free reserve, which grows on demand like the rest of the heap; it
+ * can therefore fail only for lack of memory too, and its object has the
+ * same alignment as any other.
  *
  * size 0 returns a unique pointer to a minimum-size (8-byte) object that
  * must be freed like any other (it is never NULL unless out of memory).
@@ -131,7 +133,7 @@ struct rqspin_alloc_stats {
 	/* any-context paths */
 	uint64_t nested;          /* allocations that found their class busy
 				     (a signal handler interrupted the allocator) */
-	uint64_t next_class;      /* ... of those, served by the next size class */
+	uint64_t next_class;      /* ... of those, served by a larger size class */
 	uint64_t deferred_frees;  /* frees deferred because their class was busy */
 	uint64_t remote_frees;    /* frees of objects owned by another heap */
 	uint64_t reserve_allocs;  /* allocations served by the shared reserve */

@@ -29,8 +29,9 @@
  *
  * Nesting (a handler calls us while the interrupted code is inside us). The
  * handler finds the class busy:
- *   - alloc takes the next size class (its own busy flag) if that is free,
- *     else the shared *reserve* (reserve.c): per class a lock-free stack of
+ *   - alloc takes the next size class that keeps the alignment (its own
+ *     busy flag; for a power-of-two class the next power of two) if that
+ *     is free, else the shared *reserve* (reserve.c): per class a lock-free stack of
  *     objects whose head packs a 32-bit object index and a 32-bit ABA tag
  *     in one 64-bit word; it grows from the page pool, so it fails only
  *     when memory is exhausted (the kernel's kmalloc_nolock "retry in the
@@ -171,11 +172,27 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_refill(struct heap *h, str
 	return b ? finish(b, alloc_class_size[c], flags) : NULL;
 }
 
+/* The class that stands in for class c when c is busy: the next one up
+ * whose objects keep c's documented alignment (the class size for a
+ * power of two, else 16 bytes), so for a power-of-two class the next power
+ * of two. NCLASSES if there is none (the reserve serves). */
+static unsigned nested_class(unsigned c)
+{
+	uint32_t s = alloc_class_size[c];
+	uint32_t align = (s & (s - 1)) == 0 ? s : 16;
+	unsigned n;
+
+	for (n = c + 1; n < NCLASSES; n++)
+		if (alloc_class_size[n] % align == 0)
+			break;
+	return n;
+}
+
 /* A signal handler interrupted this thread inside class c. */
 static ALLOC_FN __attribute__((noinline)) void *alloc_nested(struct heap *h, unsigned c,
 							      unsigned flags)
 {
-	unsigned n = c + 1;
+	unsigned n = nested_class(c);
 	struct block *b;
 
 	count_shared(&h->nnested, 1);
