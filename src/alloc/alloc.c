@@ -129,6 +129,8 @@ static inline ALLOC_FN void check_reused(const struct block *b, unsigned c)
 #if RQSPIN_ALLOC_DEBUG
 	if (c != 0 && b->canary != block_canary(b))
 		alloc_corrupt("free object was modified (use after free?)", b);
+	if (c == 0)
+		tiny_mark_used(b);
 #else
 	(void)b;
 	(void)c;
@@ -271,6 +273,12 @@ static inline ALLOC_FN bool free_check(const struct page *pg, const struct block
 		return false;
 	}
 	if (UNLIKELY(pg->bsize >= 16 && b->canary == block_canary(b))) {
+		alloc_bad_pointer("double free", b);
+		return false;
+	}
+	/* Debug builds: the 8-byte class's free bit (set here, for good,
+	 * unless this is a double free). */
+	if (RQSPIN_ALLOC_DEBUG && pg->bsize < 16 && !tiny_mark_free(b)) {
 		alloc_bad_pointer("double free", b);
 		return false;
 	}
@@ -448,7 +456,8 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 	/* old == b: a second free right after the first, the one double
 	 * free that the 8-byte class (no room for a canary) can show. */
 	if (UNLIKELY(page_block_index(pg, a) == UINT32_MAX || old == b ||
-		     (c != 0 && b->canary == block_canary(b)) || SAN_ACTIVE)) {
+		     (c != 0 && b->canary == block_canary(b)) || SAN_ACTIVE ||
+		     (RQSPIN_ALLOC_DEBUG && c == 0))) {
 		free_local_general(h, hc, pg, b);
 		return;
 	}
@@ -485,7 +494,8 @@ RQSPIN_API ALLOC_FN size_t rqspin_malloc_usable_size(const void *p)
 		alloc_bad_pointer("usable_size of a pointer that is not the start of an object", p);
 		return 0;
 	}
-	if (pg->bsize >= 16 && b->canary == block_canary(b)) {
+	if ((pg->bsize >= 16 && b->canary == block_canary(b)) ||
+	    (RQSPIN_ALLOC_DEBUG && pg->bsize < 16 && tiny_is_free(b))) {
 		alloc_bad_pointer("usable_size of a freed object", p);
 		return 0;
 	}

@@ -181,6 +181,52 @@ static inline uint32_t page_block_index(const struct page *pg, uintptr_t a)
 	return idx;
 }
 
+/*
+ * Debug builds: free bits of the 8-byte class, which has no room for a
+ * canary. Its pages keep one bit per object in their last KiB (which is
+ * never handed out: the capacity is cut short), set while the object is
+ * free (never carved counts as not free: index checks catch those). A
+ * free sets the bit with an atomic OR and reports a double free if it was
+ * set already; an allocation clears it. Relaxed: the bits only detect
+ * misuse; a legitimate free of an object is ordered after its allocation
+ * by whatever handed the object over.
+ */
+#define TINY_MAP_BYTES (RQSPIN_ALLOC_DEBUG ? 1024u : 0u)
+
+static inline _Atomic uint64_t *tiny_word(const void *b, uint64_t *bit)
+{
+	uintptr_t a = (uintptr_t)b;
+	uintptr_t i = (a & (PAGE_SIZE - 1)) >> 3;
+
+	*bit = 1ull << (i & 63);
+	return (_Atomic uint64_t *)((a & ~(PAGE_SIZE - 1)) + PAGE_SIZE - TINY_MAP_BYTES) + (i >> 6);
+}
+
+/* Mark an 8-byte object free; false if it was free already. */
+static inline bool tiny_mark_free(const void *b)
+{
+	uint64_t bit;
+	_Atomic uint64_t *w = tiny_word(b, &bit);
+
+	return !(atomic_fetch_or_explicit(w, bit, memory_order_relaxed) & bit);
+}
+
+static inline void tiny_mark_used(const void *b)
+{
+	uint64_t bit;
+	_Atomic uint64_t *w = tiny_word(b, &bit);
+
+	atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed);
+}
+
+static inline bool tiny_is_free(const void *b)
+{
+	uint64_t bit;
+	_Atomic uint64_t *w = tiny_word(b, &bit);
+
+	return (atomic_load_explicit(w, memory_order_relaxed) & bit) != 0;
+}
+
 /* ---- size classes --------------------------------------------------------- */
 
 extern const uint32_t alloc_class_size[NCLASSES];

@@ -17,6 +17,7 @@
  * pages are given back before they are pushed.
  */
 #include <errno.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "alloc/alloc_internal.h"
@@ -243,6 +244,13 @@ void page_init(struct page *pg, struct heap *owner, unsigned c)
 	pg->bsize = bs;
 	pg->recip = (uint32_t)(((1ull << 32) + bs - 1) / bs);
 	pg->capacity = (uint32_t)(PAGE_SIZE / bs);
+#if RQSPIN_ALLOC_DEBUG
+	if (c == 0) {
+		/* the free bits of the 8-byte class (alloc_internal.h) */
+		pg->capacity = (uint32_t)((PAGE_SIZE - TINY_MAP_BYTES) / bs);
+		memset(page_start(pg) + PAGE_SIZE - TINY_MAP_BYTES, 0, TINY_MAP_BYTES);
+	}
+#endif
 	__atomic_store_n(&pg->bump, 0, __ATOMIC_RELAXED);
 	pg->used = 0;
 	pg->free = NULL;

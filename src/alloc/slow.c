@@ -32,6 +32,10 @@ static ALLOC_FN void page_carve(struct page *pg)
 		b->next = head;
 		if (bs >= 16)
 			b->canary = block_canary(b);
+#if RQSPIN_ALLOC_DEBUG
+		else
+			tiny_mark_free(b);
+#endif
 		head = b;
 	}
 	pg->free = head;
@@ -274,6 +278,8 @@ ALLOC_FN struct block *class_alloc_slow(struct heap *h, struct hclass *hc, unsig
 #if RQSPIN_ALLOC_DEBUG
 	if (c != 0 && b->canary != block_canary(b))
 		alloc_corrupt("free object was modified (use after free?)", b);
+	if (c == 0)
+		tiny_mark_used(b);
 #endif
 	pg->free = b->next;
 	pg->used++;
