@@ -68,3 +68,9 @@ if(TARGET alloc_interrupt)
   target_compile_definitions(alloc_interrupt PRIVATE RQSPIN_ALLOC_DEBUG=1 RQSPIN_ALLOC_TEST_HOOKS=1)
   set_tests_properties(alloc_interrupt PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+
+# Exited threads' memory goes back without a trim (remote frees into their
+# abandoned heaps collect them). `alloc_exit_rss 10000 [--glibc]` prints
+# the RSS figures.
+rqspin_add_test(NAME alloc_exit_rss SOURCES alloc_exit_rss.c
+  TIMEOUT 240 LABELS alloc stress NO_TSAN)

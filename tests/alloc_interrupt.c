@@ -886,6 +886,8 @@ static void scenario_deferred(void)
 }
 
 /* A thread's exit: its heap is collected and abandoned. */
+static bool g_exit_mark = true; /* examine the thread's exit */
+
 static void *exiting_main(void *arg)
 {
 	void **keep = arg;
@@ -898,7 +900,8 @@ static void *exiting_main(void *arg)
 	obj_fill(p[69], 1024, 99);
 	*keep = p[69];
 	rqspin_free_nolock(rqspin_malloc_nolock(40, 0));
-	stretch_begin("thread exit", 1024);
+	if (g_exit_mark)
+		stretch_begin("thread exit", 1024);
 	return NULL; /* the marked stretch ends with the thread */
 }
 
@@ -907,9 +910,21 @@ static void scenario_exit(void)
 	do {
 		void *keep = NULL;
 
+		g_exit_mark = true;
 		tu_thread_join(tu_thread_start(exiting_main, &keep));
 		CHECK(obj_ok(keep, 1024, 99));
 		rqspin_free_nolock(keep);
+		check_all();
+	} while (again());
+	/* the last object of an exited thread's page comes back: its heap
+	 * is reaped by the freeing thread */
+	do {
+		void *keep = NULL;
+
+		g_exit_mark = false;
+		tu_thread_join(tu_thread_start(exiting_main, &keep));
+		CHECK(obj_ok(keep, 1024, 99));
+		op_free("remote free into an exited thread's heap (reap)", keep, 1024);
 		check_all();
 	} while (again());
 }

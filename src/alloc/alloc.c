@@ -58,9 +58,11 @@
  * Thread exit. A pthread key destructor (key created by a constructor)
  * collects what can be collected, returns empty pages and marks the heap
  * abandoned. A new thread adopts an abandoned heap with a CAS before it
- * creates a new one; a thread that needs memory while abandoned heaps have
- * pending remote frees reaps them (claims one with a CAS, collects, returns
- * the empty pages, abandons it again), and so does rqspin_alloc_trim().
+ * creates a new one. A remote free that queues a page of an abandoned heap
+ * reaps that heap (claims it with a CAS, collects, returns the empty
+ * pages, abandons it again), so the memory of exited threads goes back as
+ * their objects come back; so does a thread that needs memory while
+ * abandoned heaps have pending remote frees, and rqspin_alloc_trim().
  * After its destructor ran, a thread borrows an abandoned heap per call.
  *
  * Empty pages. A page that becomes empty (and is not its class's current
@@ -358,8 +360,17 @@ static ALLOC_FN __attribute__((noinline)) void free_remote(struct heap *me, stru
 		&pg->xfree, &x,
 		(uintptr_t)b | XFREE_NOTIFIED | (((x >> XFREE_CNT_SHIFT) + 1) << XFREE_CNT_SHIFT),
 		memory_order_release, memory_order_relaxed));
-	if (!(x & XFREE_NOTIFIED))
+	if (!(x & XFREE_NOTIFIED)) {
 		notify_push(owner, pg);
+		/* The owner has exited: nobody would look at its notify list
+		 * until a new thread adopts the heap, and the pages of the
+		 * objects coming back would stay resident. Collect it now
+		 * (once per page per batch of frees: only the free that
+		 * queued the page). */
+		if (UNLIKELY(atomic_load_explicit(&owner->state, memory_order_relaxed) ==
+			     HEAP_ABANDONED))
+			heap_reap_one(owner);
+	}
 	/* Count on our own heap (a thread that only frees gets one too), so
 	 * the counter is not a cache line shared with other threads. */
 	if (me == NULL)

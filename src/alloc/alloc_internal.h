@@ -352,6 +352,9 @@ struct heap *heap_attach(void);
 struct heap *heap_claim(bool *adopted);
 void heap_release(struct heap *h);
 size_t heap_reap_abandoned(unsigned max_heaps);
+/* Collect an abandoned heap and give back its empty pages, unless somebody
+ * holds it. */
+size_t heap_reap_one(struct heap *h);
 uint32_t heap_count(void);
 struct heap *heap_at(uint32_t i);
 /* Hand back a heap's cached empty pages (caller holds hbusy or owns it). */

@@ -194,6 +194,21 @@ static void heap_thread_exit(void *arg)
 	heap_abandon(h);
 }
 
+size_t heap_reap_one(struct heap *h)
+{
+	uint32_t expect = HEAP_ABANDONED;
+	size_t bytes;
+
+	/* acquire: as in heap_claim. A heap that somebody else holds (its
+	 * new owner, a borrower, another reaper) is left to them. */
+	if (!atomic_compare_exchange_strong_explicit(&h->state, &expect, HEAP_OWNED,
+						     memory_order_acquire, memory_order_relaxed))
+		return 0;
+	bytes = heap_collect_all(h, true);
+	heap_release(h);
+	return bytes;
+}
+
 size_t heap_reap_abandoned(unsigned max_heaps)
 {
 	uint32_t n = heap_count();
@@ -202,7 +217,6 @@ size_t heap_reap_abandoned(unsigned max_heaps)
 
 	for (i = 0; i < n && max_heaps > 0; i++) {
 		struct heap *h = heap_at(i);
-		uint32_t expect = HEAP_ABANDONED;
 
 		/* Only heaps that others freed into since they were abandoned
 		 * have anything to give back. */
@@ -210,13 +224,7 @@ size_t heap_reap_abandoned(unsigned max_heaps)
 		    (!atomic_load_explicit(&h->notify, memory_order_relaxed) &&
 		     !atomic_load_explicit(&h->deferred, memory_order_relaxed)))
 			continue;
-		/* acquire: as in heap_claim. */
-		if (!atomic_compare_exchange_strong_explicit(&h->state, &expect, HEAP_OWNED,
-							     memory_order_acquire,
-							     memory_order_relaxed))
-			continue;
-		bytes += heap_collect_all(h, true);
-		heap_release(h);
+		bytes += heap_reap_one(h);
 		max_heaps--;
 	}
 	return bytes;
