@@ -74,3 +74,13 @@ endif()
 # the RSS figures.
 rqspin_add_test(NAME alloc_exit_rss SOURCES alloc_exit_rss.c
   TIMEOUT 240 LABELS alloc stress NO_TSAN)
+
+# The thread-exit key when the allocator's key would make
+# pthread_setspecific allocate (many keys made before it): no malloc in a
+# handler, dead threads' heaps still reused. Static debug flavour (its
+# constructor runs after the test's early one); glibc only (it interposes
+# malloc through glibc's __libc_malloc).
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND NOT RQSPIN_SANITIZE)
+  rqspin_add_test(NAME alloc_key SOURCES alloc_key.c LIBS rqspin_alloc_debug
+    TIMEOUT 120 LABELS alloc unit)
+endif()

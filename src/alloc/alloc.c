@@ -64,6 +64,10 @@
  * their objects come back; so does a thread that needs memory while
  * abandoned heaps have pending remote frees, and rqspin_alloc_trim().
  * After its destructor ran, a thread borrows an abandoned heap per call.
+ * The key is used only where pthread_setspecific allocates nothing (glibc:
+ * keys below 32), since a handler may make a thread's first call; without
+ * it, a heap whose holder's thread id is gone is taken over instead
+ * (heap.c).
  *
  * Empty pages. A page that becomes empty (and is not its class's current
  * page) goes to the heap's cache of 4 pages, then to the shared pool

@@ -271,6 +271,10 @@ struct heap {
 	_Atomic(struct block *) deferred; /* nested frees into busy classes */
 	_Atomic(struct page *) notify;    /* pages with new remote frees */
 	_Atomic uint32_t state;
+	/* Thread id of the thread holding the heap (0 while nobody does):
+	 * without a thread-exit key (heap.c) it tells a heap whose owner has
+	 * died. */
+	_Atomic int32_t owner_tid;
 	uint32_t hbusy;                   /* the empty-page cache is being changed */
 	uint32_t ncache;
 	uint32_t idx;
