@@ -193,7 +193,7 @@ static inline uint32_t page_block_index(const struct page *pg, uintptr_t a)
  */
 #define TINY_MAP_BYTES (RQSPIN_ALLOC_DEBUG ? 1024u : 0u)
 
-static inline _Atomic uint64_t *tiny_word(const void *b, uint64_t *bit)
+static inline ALLOC_FN _Atomic uint64_t *tiny_word(const void *b, uint64_t *bit)
 {
 	uintptr_t a = (uintptr_t)b;
 	uintptr_t i = (a & (PAGE_SIZE - 1)) >> 3;
@@ -203,7 +203,7 @@ static inline _Atomic uint64_t *tiny_word(const void *b, uint64_t *bit)
 }
 
 /* Mark an 8-byte object free; false if it was free already. */
-static inline bool tiny_mark_free(const void *b)
+static inline ALLOC_FN bool tiny_mark_free(const void *b)
 {
 	uint64_t bit;
 	_Atomic uint64_t *w = tiny_word(b, &bit);
@@ -211,7 +211,7 @@ static inline bool tiny_mark_free(const void *b)
 	return !(atomic_fetch_or_explicit(w, bit, memory_order_relaxed) & bit);
 }
 
-static inline void tiny_mark_used(const void *b)
+static inline ALLOC_FN void tiny_mark_used(const void *b)
 {
 	uint64_t bit;
 	_Atomic uint64_t *w = tiny_word(b, &bit);
@@ -219,7 +219,7 @@ static inline void tiny_mark_used(const void *b)
 	atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed);
 }
 
-static inline bool tiny_is_free(const void *b)
+static inline ALLOC_FN bool tiny_is_free(const void *b)
 {
 	uint64_t bit;
 	_Atomic uint64_t *w = tiny_word(b, &bit);

@@ -130,13 +130,14 @@ static bool heap_take_dead(struct heap *h)
 	tid = atomic_load_explicit(&h->owner_tid, memory_order_relaxed);
 	if (tid <= 0 || !thread_gone(tid))
 		return false;
-	/* acquire: the thread's last writes to the heap came before its
-	 * exit, which the kernel completed (with full barriers) before
-	 * tgkill said ESRCH; the fence orders our reads after that. */
+	/* relaxed: no atomic of the dead thread can order its last writes
+	 * to the heap before ours; what does is the kernel: the thread's
+	 * exit completed before tgkill reported ESRCH, and both are system
+	 * calls, which are full barriers on the CPUs we run on. The CAS
+	 * only makes us the single taker. */
 	if (!atomic_compare_exchange_strong_explicit(&h->owner_tid, &tid, my_tid(),
-						     memory_order_acquire, memory_order_relaxed))
+						     memory_order_relaxed, memory_order_relaxed))
 		return false;
-	atomic_thread_fence(memory_order_acquire);
 	if (heap_any_busy(h)) {
 		atomic_store_explicit(&h->state, HEAP_LOST, memory_order_relaxed);
 		return false;
