@@ -59,7 +59,7 @@ rqspin_add_test(NAME alloc_fork SOURCES alloc_fork.c TIMEOUT 120 LABELS alloc un
 # Interrupt anywhere: a tracer learns each operation's instructions by
 # single-stepping, then reruns it once per instruction and delivers there a
 # signal whose handler allocates and frees (alloc_ptrace.h). The long run
-# is `RQSPIN_INTERRUPT_LONG=1 tests/alloc_interrupt` (a few minutes). Not
+# is `RQSPIN_INTERRUPT_LONG=1 tests/alloc_interrupt` (about 3x longer). Not
 # under TSan (it runs handlers at its own points).
 rqspin_add_test(NAME alloc_interrupt SOURCES alloc_interrupt.c LIBS rqspin_alloc_debug
   TIMEOUT 300 LABELS alloc signal NO_TSAN)

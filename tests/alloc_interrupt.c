@@ -22,11 +22,11 @@
  * lies in the test executable (the debug flavour of the allocator is
  * linked in statically) and delivers the handler's signal exactly at that
  * instruction. Each instruction address counts once per operation; the
- * bounded run (CTest, about 10 s on an idle machine) gives the fast paths,
+ * bounded run (CTest: about 11 000 runs, 10-40 s) gives the fast paths,
  * large objects, the reserve and remote frees the churning handler only
- * and skips some sizes. The long run (RQSPIN_INTERRUPT_LONG=1, a few
- * minutes) runs every operation with every handler and counts each address
- * up to 3 times (RQSPIN_INTERRUPT_VISITS=n overrides), which also
+ * and skips some sizes. The long run (RQSPIN_INTERRUPT_LONG=1, about
+ * 30 000 runs) runs every operation with every handler and counts each
+ * address up to 3 times (RQSPIN_INTERRUPT_VISITS=n overrides), which also
  * interrupts later turns of loops. RQSPIN_INTERRUPT_VERBOSE=1 lists the
  * operations as they are done.
  *
