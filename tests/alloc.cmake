@@ -55,3 +55,32 @@ endif()
 
 # fork() while another thread owns a heap (TSan: no fork with threads).
 rqspin_add_test(NAME alloc_fork SOURCES alloc_fork.c TIMEOUT 120 LABELS alloc unit NO_TSAN)
+
+# Interrupt anywhere: a tracer learns each operation's instructions by
+# single-stepping, then reruns it once per instruction and delivers there a
+# signal whose handler allocates and frees (alloc_ptrace.h). The long run
+# is `RQSPIN_INTERRUPT_LONG=1 tests/alloc_interrupt` (about 3x longer). Not
+# under TSan (it runs handlers at its own points).
+rqspin_add_test(NAME alloc_interrupt SOURCES alloc_interrupt.c LIBS rqspin_alloc_debug
+  TIMEOUT 300 LABELS alloc signal NO_TSAN)
+if(TARGET alloc_interrupt)
+  target_include_directories(alloc_interrupt PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_definitions(alloc_interrupt PRIVATE RQSPIN_ALLOC_DEBUG=1 RQSPIN_ALLOC_TEST_HOOKS=1)
+  set_tests_properties(alloc_interrupt PROPERTIES SKIP_RETURN_CODE 77)
+endif()
+
+# Exited threads' memory goes back without a trim (remote frees into their
+# abandoned heaps collect them). `alloc_exit_rss 10000 [--glibc]` prints
+# the RSS figures.
+rqspin_add_test(NAME alloc_exit_rss SOURCES alloc_exit_rss.c
+  TIMEOUT 240 LABELS alloc stress NO_TSAN)
+
+# The thread-exit key when the allocator's key would make
+# pthread_setspecific allocate (many keys made before it): no malloc in a
+# handler, dead threads' heaps still reused. Static debug flavour (its
+# constructor runs after the test's early one); glibc only (it interposes
+# malloc through glibc's __libc_malloc).
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND NOT RQSPIN_SANITIZE)
+  rqspin_add_test(NAME alloc_key SOURCES alloc_key.c LIBS rqspin_alloc_debug
+    TIMEOUT 120 LABELS alloc unit)
+endif()

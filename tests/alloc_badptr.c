@@ -2,7 +2,7 @@
 /*
  * Bad pointers. Each case runs in a child process (fork):
  *   - double free of a small object (same thread, of an 8-byte object, and
- *     from another thread);
+ *     from another thread); debug builds: of any free 8-byte object;
  *   - free of an interior pointer (small and large objects);
  *   - free of a pointer that did not come from the allocator (malloc'd
  *     memory, a forged "large" pointer, a stack address);
@@ -56,6 +56,36 @@ static void case_double_free_8(void)
 	rqspin_free_nolock(q);
 	rqspin_free_nolock(p);
 	rqspin_free_nolock(p); /* p is the last object freed into its page */
+}
+
+/* Debug builds: an 8-byte object that is not the last one freed into its
+ * page (no canary; the free bits see it), freed again by its own thread,
+ * by another thread, and asked its size. */
+static void case_double_free_8_any(void)
+{
+	void *p = rqspin_malloc_nolock(8, 0), *q = rqspin_malloc_nolock(8, 0);
+
+	rqspin_free_nolock(p);
+	rqspin_free_nolock(q);
+	rqspin_free_nolock(p);
+}
+
+static void case_double_free_8_remote(void)
+{
+	void *p = rqspin_malloc_nolock(8, 0), *q = rqspin_malloc_nolock(8, 0);
+
+	rqspin_free_nolock(p);
+	rqspin_free_nolock(q);
+	tu_thread_join(tu_thread_start(double_free_remote, p));
+}
+
+static void case_usable_freed_8(void)
+{
+	void *p = rqspin_malloc_nolock(8, 0), *q = rqspin_malloc_nolock(8, 0);
+
+	rqspin_free_nolock(p);
+	rqspin_free_nolock(q);
+	(void)rqspin_malloc_usable_size(p);
 }
 
 static void case_double_free_remote(void)
@@ -143,6 +173,9 @@ static const struct bad_case cases[] = {
 	{ "double free", case_double_free, false },
 	{ "double free (8 bytes)", case_double_free_8, false },
 	{ "double free (remote)", case_double_free_remote, false },
+	{ "double free (8 bytes, not the last freed)", case_double_free_8_any, true },
+	{ "double free (8 bytes, from another thread)", case_double_free_8_remote, true },
+	{ "usable_size of a freed 8-byte object", case_usable_freed_8, true },
 	{ "interior pointer (small)", case_interior_small, false },
 	{ "interior pointer (large)", case_interior_large, false },
 	{ "foreign pointer (malloc)", case_foreign_malloc, false },

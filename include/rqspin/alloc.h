@@ -19,6 +19,18 @@
  * Memory is not compatible with malloc/free: free with rqspin_free_nolock()
  * exactly what rqspin_malloc_nolock() returned.
  *
+ * Leaving a signal handler with siglongjmp() or longjmp() (or by
+ * cancelling or exiting the thread from it) is NOT allowed while the
+ * handler interrupted one of these functions on the same thread: the
+ * interrupted call is abandoned half way through a change of the thread's
+ * heap, which cannot be repaired later (the size class stays marked busy,
+ * so the thread's later calls take slower paths and its frees into that
+ * class are deferred for good; a thread that exits so leaves its heap
+ * unused). A program whose handlers may jump out must block those signals
+ * around its calls into the allocator. Calling these functions from the
+ * handler itself, and jumping out of a handler that did not interrupt
+ * them, is fine.
+ *
  * Bad pointers passed to rqspin_free_nolock() or rqspin_malloc_usable_size()
  * -- a second free of a small object, a pointer into the middle of an
  * object, a pointer that did not come from this allocator -- are detected
@@ -30,8 +42,10 @@
  * object would start (a header check). In a debug build of the library
  * (NDEBUG not defined) such a call writes a message to stderr and aborts;
  * in a release build it does nothing (the object is left alone, the call is
- * counted in rqspin_alloc_stats.bad_frees). Debug builds also abort when a
- * free object was written to (a use after free seen when it is reused). A
+ * counted in rqspin_alloc_stats.bad_frees). Debug builds also catch every
+ * second free (and usable_size) of an 8-byte object while it is free, and
+ * abort when a free object was written to (a use after free seen when it
+ * is reused). A
  * double free of a large object, or a pointer to unreadable memory, is
  * undefined (usually a SIGSEGV). Concurrent double frees from two threads
  * are not always caught.
@@ -63,9 +77,11 @@ extern "C" {
  * "out of memory", never "busy, try again", so retrying will not help.
  * A call from a signal handler that interrupted the allocator on the same
  * thread, and finds its size class in use there, is served from the next
- * size class or else from a shared lock-free reserve, which grows on demand
- * like the rest of the heap; it can therefore fail only for lack of memory
- * too.
+ * larger size class that keeps the alignment documented above (for a
+ * power-of-two class the next power of two) or else from a shared
+ * lock-free reserve, which grows on demand like the rest of the heap; it
+ * can therefore fail only for lack of memory too, and its object has the
+ * same alignment as any other.
  *
  * size 0 returns a unique pointer to a minimum-size (8-byte) object that
  * must be freed like any other (it is never NULL unless out of memory).
@@ -131,7 +147,7 @@ struct rqspin_alloc_stats {
 	/* any-context paths */
 	uint64_t nested;          /* allocations that found their class busy
 				     (a signal handler interrupted the allocator) */
-	uint64_t next_class;      /* ... of those, served by the next size class */
+	uint64_t next_class;      /* ... of those, served by a larger size class */
 	uint64_t deferred_frees;  /* frees deferred because their class was busy */
 	uint64_t remote_frees;    /* frees of objects owned by another heap */
 	uint64_t reserve_allocs;  /* allocations served by the shared reserve */

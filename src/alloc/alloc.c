@@ -29,8 +29,9 @@
  *
  * Nesting (a handler calls us while the interrupted code is inside us). The
  * handler finds the class busy:
- *   - alloc takes the next size class (its own busy flag) if that is free,
- *     else the shared *reserve* (reserve.c): per class a lock-free stack of
+ *   - alloc takes the next size class that keeps the alignment (its own
+ *     busy flag; for a power-of-two class the next power of two) if that
+ *     is free, else the shared *reserve* (reserve.c): per class a lock-free stack of
  *     objects whose head packs a 32-bit object index and a 32-bit ABA tag
  *     in one 64-bit word; it grows from the page pool, so it fails only
  *     when memory is exhausted (the kernel's kmalloc_nolock "retry in the
@@ -57,10 +58,16 @@
  * Thread exit. A pthread key destructor (key created by a constructor)
  * collects what can be collected, returns empty pages and marks the heap
  * abandoned. A new thread adopts an abandoned heap with a CAS before it
- * creates a new one; a thread that needs memory while abandoned heaps have
- * pending remote frees reaps them (claims one with a CAS, collects, returns
- * the empty pages, abandons it again), and so does rqspin_alloc_trim().
+ * creates a new one. A remote free that queues a page of an abandoned heap
+ * reaps that heap (claims it with a CAS, collects, returns the empty
+ * pages, abandons it again), so the memory of exited threads goes back as
+ * their objects come back; so does a thread that needs memory while
+ * abandoned heaps have pending remote frees, and rqspin_alloc_trim().
  * After its destructor ran, a thread borrows an abandoned heap per call.
+ * The key is used only where pthread_setspecific allocates nothing (glibc:
+ * keys below 32), since a handler may make a thread's first call; without
+ * it, a heap whose holder's thread id is gone is taken over instead
+ * (heap.c).
  *
  * Empty pages. A page that becomes empty (and is not its class's current
  * page) goes to the heap's cache of 4 pages, then to the shared pool
@@ -128,6 +135,8 @@ static inline ALLOC_FN void check_reused(const struct block *b, unsigned c)
 #if RQSPIN_ALLOC_DEBUG
 	if (c != 0 && b->canary != block_canary(b))
 		alloc_corrupt("free object was modified (use after free?)", b);
+	if (c == 0)
+		tiny_mark_used(b);
 #else
 	(void)b;
 	(void)c;
@@ -171,11 +180,27 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_refill(struct heap *h, str
 	return b ? finish(b, alloc_class_size[c], flags) : NULL;
 }
 
+/* The class that stands in for class c when c is busy: the next one up
+ * whose objects keep c's documented alignment (the class size for a
+ * power of two, else 16 bytes), so for a power-of-two class the next power
+ * of two. NCLASSES if there is none (the reserve serves). */
+static unsigned nested_class(unsigned c)
+{
+	uint32_t s = alloc_class_size[c];
+	uint32_t align = (s & (s - 1)) == 0 ? s : 16;
+	unsigned n;
+
+	for (n = c + 1; n < NCLASSES; n++)
+		if (alloc_class_size[n] % align == 0)
+			break;
+	return n;
+}
+
 /* A signal handler interrupted this thread inside class c. */
 static ALLOC_FN __attribute__((noinline)) void *alloc_nested(struct heap *h, unsigned c,
 							      unsigned flags)
 {
-	unsigned n = c + 1;
+	unsigned n = nested_class(c);
 	struct block *b;
 
 	count_shared(&h->nnested, 1);
@@ -257,6 +282,12 @@ static inline ALLOC_FN bool free_check(const struct page *pg, const struct block
 		alloc_bad_pointer("double free", b);
 		return false;
 	}
+	/* Debug builds: the 8-byte class's free bit (set here, for good,
+	 * unless this is a double free). */
+	if (RQSPIN_ALLOC_DEBUG && pg->bsize < 16 && !tiny_mark_free(b)) {
+		alloc_bad_pointer("double free", b);
+		return false;
+	}
 	return true;
 }
 
@@ -333,8 +364,17 @@ static ALLOC_FN __attribute__((noinline)) void free_remote(struct heap *me, stru
 		&pg->xfree, &x,
 		(uintptr_t)b | XFREE_NOTIFIED | (((x >> XFREE_CNT_SHIFT) + 1) << XFREE_CNT_SHIFT),
 		memory_order_release, memory_order_relaxed));
-	if (!(x & XFREE_NOTIFIED))
+	if (!(x & XFREE_NOTIFIED)) {
 		notify_push(owner, pg);
+		/* The owner has exited: nobody would look at its notify list
+		 * until a new thread adopts the heap, and the pages of the
+		 * objects coming back would stay resident. Collect it now
+		 * (once per page per batch of frees: only the free that
+		 * queued the page). */
+		if (UNLIKELY(atomic_load_explicit(&owner->state, memory_order_relaxed) ==
+			     HEAP_ABANDONED))
+			heap_reap_one(owner);
+	}
 	/* Count on our own heap (a thread that only frees gets one too), so
 	 * the counter is not a cache line shared with other threads. */
 	if (me == NULL)
@@ -431,7 +471,8 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 	/* old == b: a second free right after the first, the one double
 	 * free that the 8-byte class (no room for a canary) can show. */
 	if (UNLIKELY(page_block_index(pg, a) == UINT32_MAX || old == b ||
-		     (c != 0 && b->canary == block_canary(b)) || SAN_ACTIVE)) {
+		     (c != 0 && b->canary == block_canary(b)) || SAN_ACTIVE ||
+		     (RQSPIN_ALLOC_DEBUG && c == 0))) {
 		free_local_general(h, hc, pg, b);
 		return;
 	}
@@ -468,7 +509,8 @@ RQSPIN_API ALLOC_FN size_t rqspin_malloc_usable_size(const void *p)
 		alloc_bad_pointer("usable_size of a pointer that is not the start of an object", p);
 		return 0;
 	}
-	if (pg->bsize >= 16 && b->canary == block_canary(b)) {
+	if ((pg->bsize >= 16 && b->canary == block_canary(b)) ||
+	    (RQSPIN_ALLOC_DEBUG && pg->bsize < 16 && tiny_is_free(b))) {
 		alloc_bad_pointer("usable_size of a freed object", p);
 		return 0;
 	}

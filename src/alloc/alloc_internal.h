@@ -181,6 +181,52 @@ static inline uint32_t page_block_index(const struct page *pg, uintptr_t a)
 	return idx;
 }
 
+/*
+ * Debug builds: free bits of the 8-byte class, which has no room for a
+ * canary. Its pages keep one bit per object in their last KiB (which is
+ * never handed out: the capacity is cut short), set while the object is
+ * free (never carved counts as not free: index checks catch those). A
+ * free sets the bit with an atomic OR and reports a double free if it was
+ * set already; an allocation clears it. Relaxed: the bits only detect
+ * misuse; a legitimate free of an object is ordered after its allocation
+ * by whatever handed the object over.
+ */
+#define TINY_MAP_BYTES (RQSPIN_ALLOC_DEBUG ? 1024u : 0u)
+
+static inline ALLOC_FN _Atomic uint64_t *tiny_word(const void *b, uint64_t *bit)
+{
+	uintptr_t a = (uintptr_t)b;
+	uintptr_t i = (a & (PAGE_SIZE - 1)) >> 3;
+
+	*bit = 1ull << (i & 63);
+	return (_Atomic uint64_t *)((a & ~(PAGE_SIZE - 1)) + PAGE_SIZE - TINY_MAP_BYTES) + (i >> 6);
+}
+
+/* Mark an 8-byte object free; false if it was free already. */
+static inline ALLOC_FN bool tiny_mark_free(const void *b)
+{
+	uint64_t bit;
+	_Atomic uint64_t *w = tiny_word(b, &bit);
+
+	return !(atomic_fetch_or_explicit(w, bit, memory_order_relaxed) & bit);
+}
+
+static inline ALLOC_FN void tiny_mark_used(const void *b)
+{
+	uint64_t bit;
+	_Atomic uint64_t *w = tiny_word(b, &bit);
+
+	atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed);
+}
+
+static inline ALLOC_FN bool tiny_is_free(const void *b)
+{
+	uint64_t bit;
+	_Atomic uint64_t *w = tiny_word(b, &bit);
+
+	return (atomic_load_explicit(w, memory_order_relaxed) & bit) != 0;
+}
+
 /* ---- size classes --------------------------------------------------------- */
 
 extern const uint32_t alloc_class_size[NCLASSES];
@@ -225,6 +271,10 @@ struct heap {
 	_Atomic(struct block *) deferred; /* nested frees into busy classes */
 	_Atomic(struct page *) notify;    /* pages with new remote frees */
 	_Atomic uint32_t state;
+	/* Thread id of the thread holding the heap (0 while nobody does):
+	 * without a thread-exit key (heap.c) it tells a heap whose owner has
+	 * died. */
+	_Atomic int32_t owner_tid;
 	uint32_t hbusy;                   /* the empty-page cache is being changed */
 	uint32_t ncache;
 	uint32_t idx;
@@ -306,6 +356,9 @@ struct heap *heap_attach(void);
 struct heap *heap_claim(bool *adopted);
 void heap_release(struct heap *h);
 size_t heap_reap_abandoned(unsigned max_heaps);
+/* Collect an abandoned heap and give back its empty pages, unless somebody
+ * holds it. */
+size_t heap_reap_one(struct heap *h);
 uint32_t heap_count(void);
 struct heap *heap_at(uint32_t i);
 /* Hand back a heap's cached empty pages (caller holds hbusy or owns it). */

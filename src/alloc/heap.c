@@ -10,8 +10,11 @@
  * the owner gives it up with a release store and the next one takes it
  * with an acquire CAS, so each sees everything the previous one did.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "alloc/alloc_internal.h"
 
@@ -26,7 +29,42 @@ __thread struct heap *alloc_tls_heap __attribute__((tls_model("initial-exec")));
 static _Atomic(struct heap *) chunks[MAX_HEAP_CHUNKS];
 static _Atomic uint32_t heap_bump; /* heap slots handed out (may pass MAX_HEAPS) */
 static pthread_key_t exit_key;
+/* Set once at load time: threads are told to run heap_thread_exit. */
 static bool exit_key_ok;
+
+/*
+ * glibc stores the values of the first 32 keys in the thread descriptor;
+ * a higher key's first pthread_setspecific in a thread may calloc a block
+ * for it, which a signal handler (heap_attach can run in one) must not do.
+ * Other C libraries store every key in place. Without a usable key the
+ * allocator does without exit notices: a heap whose owner thread has died
+ * (its thread id is gone) is taken over by the next thread that needs a
+ * heap, or by a reaper (heap_take_dead).
+ */
+#ifdef __GLIBC__
+#define KEY_INPLACE_MAX 32u
+#else
+#define KEY_INPLACE_MAX UINT32_MAX
+#endif
+
+static int32_t my_tid(void)
+{
+	int e = errno;
+	int32_t t = (int32_t)syscall(SYS_gettid);
+
+	errno = e;
+	return t;
+}
+
+/* Has thread tid of this process exited? */
+static bool thread_gone(int32_t tid)
+{
+	int e = errno;
+	bool gone = syscall(SYS_tgkill, (pid_t)getpid(), (pid_t)tid, 0) != 0 && errno == ESRCH;
+
+	errno = e;
+	return gone;
+}
 
 uint32_t heap_count(void)
 {
@@ -74,6 +112,55 @@ static void heap_init(struct heap *h, uint32_t idx)
 	h->idx = idx;
 }
 
+static bool heap_any_busy(const struct heap *h);
+
+/*
+ * Without exit notices: take h if its holder has died. The CAS on the
+ * holder's id makes the taker exclusive: owner_tid is that thread's id
+ * only while it holds the heap (it is set after the claim and cleared
+ * before the release), and a dead thread changes nothing. A heap left
+ * in the middle of an operation is lost, as in heap_abandon.
+ */
+static bool heap_take_dead(struct heap *h)
+{
+	int32_t tid;
+
+	if (exit_key_ok || atomic_load_explicit(&h->state, memory_order_relaxed) != HEAP_OWNED)
+		return false;
+	tid = atomic_load_explicit(&h->owner_tid, memory_order_relaxed);
+	if (tid <= 0 || !thread_gone(tid))
+		return false;
+	/* relaxed: no atomic of the dead thread can order its last writes
+	 * to the heap before ours; what does is the kernel: the thread's
+	 * exit completed before tgkill reported ESRCH, and both are system
+	 * calls, which are full barriers on the CPUs we run on. The CAS
+	 * only makes us the single taker. */
+	if (!atomic_compare_exchange_strong_explicit(&h->owner_tid, &tid, my_tid(),
+						     memory_order_relaxed, memory_order_relaxed))
+		return false;
+	if (heap_any_busy(h)) {
+		atomic_store_explicit(&h->state, HEAP_LOST, memory_order_relaxed);
+		return false;
+	}
+	return true;
+}
+
+/* Claim an abandoned heap (or one whose holder died); false if somebody
+ * else holds it. */
+static bool heap_try_hold(struct heap *h)
+{
+	uint32_t expect = HEAP_ABANDONED;
+
+	/* acquire: pairs with the release store of the last holder. */
+	if (atomic_load_explicit(&h->state, memory_order_relaxed) == HEAP_ABANDONED &&
+	    atomic_compare_exchange_strong_explicit(&h->state, &expect, HEAP_OWNED,
+						    memory_order_acquire, memory_order_relaxed)) {
+		atomic_store_explicit(&h->owner_tid, my_tid(), memory_order_relaxed);
+		return true;
+	}
+	return heap_take_dead(h);
+}
+
 struct heap *heap_claim(bool *adopted)
 {
 	uint32_t n = heap_count();
@@ -84,14 +171,8 @@ struct heap *heap_claim(bool *adopted)
 	/* An abandoned heap first: it comes with pages (and keeps the number
 	 * of heaps at the peak number of threads). */
 	for (i = 0; i < n; i++) {
-		uint32_t expect = HEAP_ABANDONED;
-
 		h = heap_at(i);
-		/* acquire: pairs with the release store of the last owner. */
-		if (h && atomic_load_explicit(&h->state, memory_order_relaxed) == HEAP_ABANDONED &&
-		    atomic_compare_exchange_strong_explicit(&h->state, &expect, HEAP_OWNED,
-							    memory_order_acquire,
-							    memory_order_relaxed)) {
+		if (h && heap_try_hold(h)) {
 			*adopted = true;
 			return h;
 		}
@@ -105,12 +186,16 @@ struct heap *heap_claim(bool *adopted)
 	/* A fresh slot reads HEAP_FRESH, which nobody else claims. */
 	h = &c[i % HEAPS_PER_CHUNK];
 	heap_init(h, i);
+	atomic_store_explicit(&h->owner_tid, my_tid(), memory_order_relaxed);
 	atomic_store_explicit(&h->state, HEAP_OWNED, memory_order_relaxed);
 	return h;
 }
 
 void heap_release(struct heap *h)
 {
+	/* Before the release store: from then on, a dead holder's id must
+	 * not be found here (heap_take_dead). */
+	atomic_store_explicit(&h->owner_tid, 0, memory_order_relaxed);
 	/* release: the next owner's acquire CAS sees all we did. */
 	atomic_store_explicit(&h->state, HEAP_ABANDONED, memory_order_release);
 }
@@ -132,9 +217,9 @@ struct heap *heap_attach(void)
 	}
 	if (adopted)
 		count_shared(&alloc_gstats.heaps_adopted, 1);
-	/* Ask for a call at thread exit. For keys below 32 (ours is created
-	 * at load time) glibc stores the value in the thread descriptor
-	 * without allocating, so this is safe in a signal handler. */
+	/* Ask for a call at thread exit. The key is used only if setting it
+	 * allocates nothing (KEY_INPLACE_MAX), so this is safe in a signal
+	 * handler. */
 	if (exit_key_ok)
 		pthread_setspecific(exit_key, h);
 	return h;
@@ -194,6 +279,19 @@ static void heap_thread_exit(void *arg)
 	heap_abandon(h);
 }
 
+size_t heap_reap_one(struct heap *h)
+{
+	size_t bytes;
+
+	/* A heap that somebody else holds (its new owner, a borrower,
+	 * another reaper) is left to them. */
+	if (!heap_try_hold(h))
+		return 0;
+	bytes = heap_collect_all(h, true);
+	heap_release(h);
+	return bytes;
+}
+
 size_t heap_reap_abandoned(unsigned max_heaps)
 {
 	uint32_t n = heap_count();
@@ -202,21 +300,17 @@ size_t heap_reap_abandoned(unsigned max_heaps)
 
 	for (i = 0; i < n && max_heaps > 0; i++) {
 		struct heap *h = heap_at(i);
-		uint32_t expect = HEAP_ABANDONED;
 
 		/* Only heaps that others freed into since they were abandoned
-		 * have anything to give back. */
-		if (!h || atomic_load_explicit(&h->state, memory_order_relaxed) != HEAP_ABANDONED ||
+		 * (or whose holder died, without exit notices) have anything
+		 * to give back. */
+		if (!h ||
+		    (atomic_load_explicit(&h->state, memory_order_relaxed) != HEAP_ABANDONED &&
+		     exit_key_ok) ||
 		    (!atomic_load_explicit(&h->notify, memory_order_relaxed) &&
 		     !atomic_load_explicit(&h->deferred, memory_order_relaxed)))
 			continue;
-		/* acquire: as in heap_claim. */
-		if (!atomic_compare_exchange_strong_explicit(&h->state, &expect, HEAP_OWNED,
-							     memory_order_acquire,
-							     memory_order_relaxed))
-			continue;
-		bytes += heap_collect_all(h, true);
-		heap_release(h);
+		bytes += heap_reap_one(h);
 		max_heaps--;
 	}
 	return bytes;
@@ -234,9 +328,14 @@ static void atfork_child(void)
 	for (i = 0; i < n; i++) {
 		struct heap *h = heap_at(i);
 
-		if (!h || h == me ||
-		    atomic_load_explicit(&h->state, memory_order_relaxed) != HEAP_OWNED)
+		if (!h || atomic_load_explicit(&h->state, memory_order_relaxed) != HEAP_OWNED)
 			continue;
+		if (h == me) {
+			/* this thread has a new id in the child */
+			atomic_store_explicit(&h->owner_tid, my_tid(), memory_order_relaxed);
+			continue;
+		}
+		atomic_store_explicit(&h->owner_tid, 0, memory_order_relaxed);
 		atomic_store_explicit(&h->state, heap_any_busy(h) ? HEAP_LOST : HEAP_ABANDONED,
 				      memory_order_relaxed);
 	}
@@ -245,6 +344,11 @@ static void atfork_child(void)
 __attribute__((constructor)) static void alloc_init(void)
 {
 	exit_key_ok = pthread_key_create(&exit_key, heap_thread_exit) == 0;
+	if (exit_key_ok && (uint64_t)exit_key >= KEY_INPLACE_MAX) {
+		pthread_key_delete(exit_key);
+		exit_key_ok = false;
+	}
+
 	pthread_atfork(NULL, NULL, atfork_child);
 	segmap_init();
 }

@@ -234,7 +234,7 @@ size_t pool_trim(void)
 	return n;
 }
 
-void page_init(struct page *pg, struct heap *owner, unsigned c)
+ALLOC_FN void page_init(struct page *pg, struct heap *owner, unsigned c)
 {
 	uint32_t bs = alloc_class_size[c];
 
@@ -243,6 +243,20 @@ void page_init(struct page *pg, struct heap *owner, unsigned c)
 	pg->bsize = bs;
 	pg->recip = (uint32_t)(((1ull << 32) + bs - 1) / bs);
 	pg->capacity = (uint32_t)(PAGE_SIZE / bs);
+#if RQSPIN_ALLOC_DEBUG
+	if (c == 0) {
+		/* the free bits of the 8-byte class (alloc_internal.h) */
+		pg->capacity = (uint32_t)((PAGE_SIZE - TINY_MAP_BYTES) / bs);
+		/* Word stores, not memset: the words may be poisoned for
+		 * AddressSanitizer (free objects of the page's last class),
+		 * which intercepts memset even here. */
+		_Atomic uint64_t *w = (_Atomic uint64_t *)(page_start(pg) + PAGE_SIZE -
+							   TINY_MAP_BYTES);
+
+		for (unsigned i = 0; i < TINY_MAP_BYTES / 8; i++)
+			atomic_store_explicit(&w[i], 0, memory_order_relaxed);
+	}
+#endif
 	__atomic_store_n(&pg->bump, 0, __ATOMIC_RELAXED);
 	pg->used = 0;
 	pg->free = NULL;

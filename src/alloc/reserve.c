@@ -96,6 +96,10 @@ static ALLOC_FN bool reserve_grow(unsigned c)
 		link_set(b, i + 1 < cap ? base + i + 2 : 0);
 		if (bs >= 16)
 			b->canary = block_canary(b);
+#if RQSPIN_ALLOC_DEBUG
+		else
+			tiny_mark_free(b);
+#endif
 	}
 	/* release: see rblock. */
 	atomic_store_explicit(&rpages[rno], pg, memory_order_release);
@@ -121,6 +125,8 @@ ALLOC_FN struct block *reserve_alloc(unsigned c)
 #if RQSPIN_ALLOC_DEBUG
 				if (c != 0 && b->canary != block_canary(b))
 					alloc_corrupt("free object was modified (use after free?)", b);
+				if (c == 0)
+					tiny_mark_used(b);
 #endif
 				count_shared(&alloc_gstats.reserve_allocs, 1);
 				count_shared(&alloc_gstats.reserve_cls[c], 1);
@@ -141,7 +147,8 @@ ALLOC_FN void reserve_free(struct page *pg, struct block *b)
 		alloc_bad_pointer("free of a pointer that is not the start of an object", b);
 		return;
 	}
-	if (bs >= 16 && b->canary == block_canary(b)) {
+	if ((bs >= 16 && b->canary == block_canary(b)) ||
+	    (RQSPIN_ALLOC_DEBUG && bs < 16 && !tiny_mark_free(b))) {
 		alloc_bad_pointer("double free", b);
 		return;
 	}

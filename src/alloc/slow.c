@@ -32,6 +32,10 @@ static ALLOC_FN void page_carve(struct page *pg)
 		b->next = head;
 		if (bs >= 16)
 			b->canary = block_canary(b);
+#if RQSPIN_ALLOC_DEBUG
+		else
+			tiny_mark_free(b);
+#endif
 		head = b;
 	}
 	pg->free = head;
@@ -274,6 +278,8 @@ ALLOC_FN struct block *class_alloc_slow(struct heap *h, struct hclass *hc, unsig
 #if RQSPIN_ALLOC_DEBUG
 	if (c != 0 && b->canary != block_canary(b))
 		alloc_corrupt("free object was modified (use after free?)", b);
+	if (c == 0)
+		tiny_mark_used(b);
 #endif
 	pg->free = b->next;
 	pg->used++;
@@ -288,13 +294,19 @@ ALLOC_FN void page_retire(struct heap *h, struct page *pg)
 	pg->next = pg->prev = NULL;
 	pg->heap = OWNER_POOL;
 	atomic_fetch_sub_explicit(&alloc_gstats.pages_active, 1, memory_order_relaxed);
-	if (heap_is_real(h) && !busy_get(&h->hbusy) && h->ncache < HEAP_CACHE) {
+	/* The cache's count is read only once its flag is ours: a handler
+	 * that ran between a check of the count and the flag could fill the
+	 * cache under us. */
+	if (heap_is_real(h) && !busy_get(&h->hbusy)) {
 		busy_set(&h->hbusy);
 		ALLOC_TEST_HOOK(HOOK_CACHE, pg->cls);
-		h->cache[h->ncache] = pg;
-		__atomic_store_n(&h->ncache, h->ncache + 1, __ATOMIC_RELAXED);
+		if (h->ncache < HEAP_CACHE) {
+			h->cache[h->ncache] = pg;
+			__atomic_store_n(&h->ncache, h->ncache + 1, __ATOMIC_RELAXED);
+			busy_clear(&h->hbusy);
+			return;
+		}
 		busy_clear(&h->hbusy);
-		return;
 	}
 	pool_put(pg);
 }
@@ -308,16 +320,21 @@ ALLOC_FN size_t heap_collect_all(struct heap *h, bool release_current)
 	heap_process_notify(h, NO_CLASS);
 	for (c = 0; c < NCLASSES; c++) {
 		struct hclass *hc = &h->cls[c];
-		struct page *pg = hc->page;
+		struct page *pg;
 
-		if (pg == &alloc_empty_page || busy_get(&hc->busy))
+		if (busy_get(&hc->busy))
 			continue;
+		/* The current page is read under the flag: a handler that ran
+		 * before we set it may have released that page already. */
 		busy_set(&hc->busy);
-		page_collect(pg);
-		if (release_current && pg->used == 0 &&
-		    atomic_load_explicit(&pg->xfree, memory_order_relaxed) == 0) {
-			hc->page = &alloc_empty_page;
-			page_retire(h, pg);
+		pg = hc->page;
+		if (pg != &alloc_empty_page) {
+			page_collect(pg);
+			if (release_current && pg->used == 0 &&
+			    atomic_load_explicit(&pg->xfree, memory_order_relaxed) == 0) {
+				hc->page = &alloc_empty_page;
+				page_retire(h, pg);
+			}
 		}
 		busy_clear(&hc->busy);
 	}

@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A signal injector for the interrupt-anywhere test: delivers a signal at
+ * each instruction of a marked stretch of the traced child, one
+ * instruction per run of the stretch.
+ *
+ * The traced child (forked from the test, so it has the same addresses)
+ * raises STEP_SIG_BEGIN before an operation and STEP_SIG_END after it (or
+ * its thread ends), and repeats the operation, with the same set-up, for
+ * as long as the tracer sets its `again` word at the end. The first run
+ * is single-stepped to learn the instruction sequence: each address that
+ * lies in the test executable's own code (where the allocator is linked
+ * in; libc, the loader and the vDSO are stepped through but never
+ * interrupted) is a position, up to `visits` occurrences of the same
+ * address (which bounds loops). Each later run interrupts one position:
+ * a breakpoint on its address (skipping the earlier occurrences) and, when
+ * it is hit, STEP_SIG_INJECT delivered right there; the handler and the
+ * rest of the run go at full speed. A run that never reaches its position
+ * (the set-up did not reproduce the path) is counted as missed.
+ *
+ * Threads of the child are traced too (PTRACE_O_TRACECLONE).
+ * x86_64 and aarch64.
+ */
+#ifndef RQSPIN_ALLOC_PTRACE_H
+#define RQSPIN_ALLOC_PTRACE_H
+
+#include <elf.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+
+#include "test_util.h"
+
+#define STEP_SIG_BEGIN SIGUSR1
+#define STEP_SIG_END SIGUSR2
+#define STEP_SIG_INJECT SIGPROF
+
+#if defined(__x86_64__)
+#define STEP_SUPPORTED 1
+#define STEP_BP_ADJ 1u /* int3 reports the address after it */
+#elif defined(__aarch64__)
+#define STEP_SUPPORTED 1
+#define STEP_BP_ADJ 0u
+#else
+#define STEP_SUPPORTED 0
+#define STEP_BP_ADJ 0u
+#endif
+
+/* Start and end of the executable's code (GNU linkers define both). */
+extern const char __executable_start[];
+extern const char etext[];
+
+enum step_mode { SM_RUN, SM_LEARN, SM_ARMED, SM_STEPOVER };
+
+struct step_thread {
+	pid_t tid;
+	enum step_mode mode;
+};
+
+#define STEP_MAX_THREADS 64
+#define STEP_PC_SLOTS (1u << 16)
+#define STEP_MAX_POS (1u << 20)
+
+struct step_stats {
+	uint64_t steps, injections, missed, stretches, runs;
+	int status;        /* waitpid status of the child's exit */
+	uintptr_t last_pc; /* last interrupted (or stepped) address */
+};
+
+struct stepper {
+	unsigned visits;
+	uint64_t max_steps;
+	long *again; /* the child's word: run the stretch once more */
+	bool verbose;
+	void (*on_stretch)(struct stepper *s, pid_t child); /* verbose report */
+	struct step_thread th[STEP_MAX_THREADS];
+	/* the current stretch */
+	pid_t stid;
+	bool in_stretch, learning;
+	uint32_t npos, next;
+	uintptr_t pos_pc[STEP_MAX_POS];
+	uint8_t pos_occ[STEP_MAX_POS];
+	uintptr_t pc_key[STEP_PC_SLOTS];
+	uint8_t pc_cnt[STEP_PC_SLOTS];
+	/* the breakpoint of the current run */
+	bool bp_in, bp_hit;
+	uintptr_t bp_addr;
+	long bp_orig;
+	uint32_t bp_skip;
+	struct step_stats st;
+};
+
+static bool step_getregs(pid_t tid, uintptr_t *pc, uintptr_t *sp, bool set, uintptr_t newpc)
+{
+#if defined(__x86_64__)
+	struct user_regs_struct r;
+
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &r) != 0)
+		return false;
+	*pc = r.rip;
+	*sp = r.rsp;
+	if (set) {
+		r.rip = newpc;
+		return ptrace(PTRACE_SETREGS, tid, NULL, &r) == 0;
+	}
+#elif defined(__aarch64__)
+	struct user_pt_regs r;
+	struct iovec io = { &r, sizeof(r) };
+
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_PRSTATUS, &io) != 0)
+		return false;
+	*pc = r.pc;
+	*sp = r.sp;
+	if (set) {
+		r.pc = newpc;
+		return ptrace(PTRACE_SETREGSET, tid, (void *)(uintptr_t)NT_PRSTATUS, &io) == 0;
+	}
+#else
+	(void)tid;
+	(void)set;
+	(void)newpc;
+	*pc = *sp = 0;
+	return false;
+#endif
+	return true;
+}
+
+static struct step_thread *step_thread_of(struct stepper *s, pid_t tid)
+{
+	for (int i = 0; i < STEP_MAX_THREADS; i++)
+		if (s->th[i].tid == tid)
+			return &s->th[i];
+	for (int i = 0; i < STEP_MAX_THREADS; i++)
+		if (s->th[i].tid == 0) {
+			s->th[i] = (struct step_thread){ .tid = tid, .mode = SM_RUN };
+			return &s->th[i];
+		}
+	fprintf(stderr, "stepper: too many threads\n");
+	abort();
+}
+
+/* Count one occurrence of pc; returns the occurrence number. */
+static unsigned step_pc_count(struct stepper *s, uintptr_t pc)
+{
+	uint32_t i = (uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 48);
+
+	for (;;) {
+		if (s->pc_key[i] == pc || s->pc_key[i] == 0) {
+			s->pc_key[i] = pc;
+			if (s->pc_cnt[i] < 255)
+				s->pc_cnt[i]++;
+			return s->pc_cnt[i] - 1u;
+		}
+		i = (i + 1) & (STEP_PC_SLOTS - 1);
+	}
+}
+
+static void step_resume(pid_t tid, enum __ptrace_request how, int sig)
+{
+	if (ptrace(how, tid, NULL, (void *)(uintptr_t)sig) != 0 && errno != ESRCH) {
+		perror("stepper: ptrace resume");
+		abort();
+	}
+}
+
+static void step_poke_text(pid_t pid, uintptr_t addr, long word)
+{
+	if (ptrace(PTRACE_POKETEXT, pid, (void *)addr, (void *)word) != 0) {
+		perror("stepper: poke text");
+		abort();
+	}
+}
+
+static long step_bp_word(long orig)
+{
+#if defined(__x86_64__)
+	return (long)(((unsigned long)orig & ~0xfful) | 0xccul); /* int3 */
+#else
+	return (long)(((unsigned long)orig & ~0xfffffffful) | 0xd4200000ul); /* brk #0 */
+#endif
+}
+
+static void step_bp_plant(struct stepper *s, pid_t pid)
+{
+	step_poke_text(pid, s->bp_addr, step_bp_word(s->bp_orig));
+	s->bp_in = true;
+}
+
+static void step_bp_remove(struct stepper *s, pid_t pid)
+{
+	if (s->bp_in)
+		step_poke_text(pid, s->bp_addr, s->bp_orig);
+	s->bp_in = false;
+}
+
+/* A run of the current stretch begins: learn it, or arm its position.
+ * (Memory of the child is read and written through a thread that is
+ * stopped: `child` is the one that reported this stop.) */
+static void step_run_begin(struct stepper *s, struct step_thread *t, pid_t child)
+{
+	s->st.runs++;
+	if (!s->in_stretch) {
+		s->in_stretch = true;
+		s->stid = t->tid;
+		s->npos = s->next = 0;
+		memset(s->pc_cnt, 0, sizeof(s->pc_cnt));
+		memset(s->pc_key, 0, sizeof(s->pc_key));
+		s->st.stretches++;
+		s->learning = true;
+		t->mode = SM_LEARN;
+		step_resume(t->tid, PTRACE_SINGLESTEP, 0);
+		return;
+	}
+	s->stid = t->tid;
+	s->bp_addr = s->pos_pc[s->next];
+	s->bp_skip = s->pos_occ[s->next];
+	s->bp_hit = false;
+	errno = 0;
+	s->bp_orig = ptrace(PTRACE_PEEKTEXT, child, (void *)s->bp_addr, NULL);
+	CHECK(errno == 0);
+	step_bp_plant(s, child);
+	t->mode = SM_ARMED;
+	step_resume(t->tid, PTRACE_CONT, 0);
+}
+
+/* A run ended: next position, or the stretch is done. */
+static void step_run_end(struct stepper *s, pid_t child)
+{
+	long more;
+
+	if (s->learning) {
+		s->learning = false;
+		s->next = 0;
+	} else {
+		if (s->bp_in) {
+			step_bp_remove(s, child);
+			s->st.missed++;
+		}
+		s->next++;
+	}
+	more = s->next < s->npos;
+	if (!more) {
+		s->in_stretch = false;
+		if (s->verbose && s->on_stretch)
+			s->on_stretch(s, child);
+	}
+	s->bp_addr = 0;
+	if (ptrace(PTRACE_POKEDATA, child, (void *)s->again, (void *)more) != 0) {
+		perror("stepper: poke again");
+		abort();
+	}
+}
+
+/* One single-step stop of the learning run. */
+static void step_learn(struct stepper *s, struct step_thread *t)
+{
+	uintptr_t pc, sp;
+
+	if (step_getregs(t->tid, &pc, &sp, false, 0)) {
+		s->st.steps++;
+		s->st.last_pc = pc;
+		if (pc >= (uintptr_t)__executable_start && pc < (uintptr_t)etext) {
+			unsigned occ = step_pc_count(s, pc);
+
+			if (occ < s->visits && s->npos < STEP_MAX_POS) {
+				s->pos_pc[s->npos] = pc;
+				s->pos_occ[s->npos] = (uint8_t)occ;
+				s->npos++;
+			}
+		}
+	}
+	step_resume(t->tid, PTRACE_SINGLESTEP, 0);
+}
+
+/* A breakpoint trap (or the step over one). */
+static void step_trap(struct stepper *s, struct step_thread *t, pid_t child)
+{
+	uintptr_t pc, sp;
+
+	if (t->mode == SM_STEPOVER) {
+		if (!s->bp_hit && s->bp_addr)
+			step_bp_plant(s, child);
+		t->mode = t->tid == s->stid ? SM_ARMED : SM_RUN;
+		step_resume(t->tid, PTRACE_CONT, 0);
+		return;
+	}
+	if (!s->bp_in || !step_getregs(t->tid, &pc, &sp, false, 0) ||
+	    pc - STEP_BP_ADJ != s->bp_addr) {
+		step_resume(t->tid, PTRACE_CONT, 0); /* not ours */
+		return;
+	}
+	step_bp_remove(s, child);
+	CHECK(step_getregs(t->tid, &pc, &sp, true, s->bp_addr));
+	if (t->tid == s->stid && s->bp_skip == 0) {
+		s->bp_hit = true;
+		s->st.injections++;
+		s->st.last_pc = s->bp_addr;
+		t->mode = SM_RUN;
+		step_resume(t->tid, PTRACE_CONT, STEP_SIG_INJECT);
+		return;
+	}
+	if (t->tid == s->stid)
+		s->bp_skip--;
+	t->mode = SM_STEPOVER;
+	step_resume(t->tid, PTRACE_SINGLESTEP, 0);
+}
+
+/*
+ * Trace child (stopped in its initial SIGSTOP after PTRACE_TRACEME) until
+ * it exits. Returns false (with a message) if the step budget ran out.
+ * `describe` is called with the child's pid when it dies of a signal, to
+ * say where it was.
+ */
+static bool stepper_run(struct stepper *s, pid_t child, void (*describe)(pid_t, uintptr_t))
+{
+	int status;
+
+	if (waitpid(child, &status, 0) != child || !WIFSTOPPED(status)) {
+		fprintf(stderr, "stepper: child did not stop\n");
+		return false;
+	}
+	CHECK(ptrace(PTRACE_SETOPTIONS, child, NULL,
+		     (void *)(uintptr_t)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXIT |
+					 PTRACE_O_EXITKILL)) == 0);
+	step_thread_of(s, child);
+	step_resume(child, PTRACE_CONT, 0);
+	for (;;) {
+		pid_t tid = waitpid(-1, &status, __WALL);
+		struct step_thread *t;
+		int sig, event;
+
+		if (tid < 0) {
+			if (errno == EINTR)
+				continue;
+			return true;
+		}
+		t = step_thread_of(s, tid);
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			t->tid = 0;
+			if (tid == child) {
+				s->st.status = status;
+				return true;
+			}
+			continue;
+		}
+		if (!WIFSTOPPED(status))
+			continue;
+		if (s->st.steps > s->max_steps) {
+			fprintf(stderr, "stepper: step budget of %llu exhausted\n",
+				(unsigned long long)s->max_steps);
+			kill(child, SIGKILL);
+			while (waitpid(-1, &status, __WALL) > 0)
+				;
+			return false;
+		}
+		sig = WSTOPSIG(status);
+		event = status >> 16;
+		if (event == PTRACE_EVENT_EXIT) {
+			/* a thread that ends inside its stretch ends the run */
+			if (s->in_stretch && tid == s->stid && t->mode != SM_RUN)
+				step_run_end(s, tid);
+			step_resume(tid, PTRACE_CONT, 0);
+			continue;
+		}
+		if (event) { /* clone: the new thread stops by itself */
+			step_resume(tid, t->mode == SM_LEARN ? PTRACE_SINGLESTEP : PTRACE_CONT, 0);
+			continue;
+		}
+		switch (sig) {
+		case STEP_SIG_BEGIN:
+			step_run_begin(s, t, tid);
+			continue;
+		case STEP_SIG_END:
+			if (s->in_stretch && tid == s->stid)
+				step_run_end(s, tid);
+			t->mode = SM_RUN;
+			step_resume(tid, PTRACE_CONT, 0);
+			continue;
+		case SIGSTOP: /* a new thread's first stop */
+			step_resume(tid, PTRACE_CONT, 0);
+			continue;
+		case SIGTRAP:
+			if (t->mode == SM_LEARN)
+				step_learn(s, t);
+			else
+				step_trap(s, t, tid);
+			continue;
+		default: {
+			uintptr_t pc = 0, sp;
+
+			/* A signal of the child's own (a crash, an abort):
+			 * say where, then deliver it. */
+			if (sig == SIGSEGV || sig == SIGBUS || sig == SIGABRT || sig == SIGILL ||
+			    sig == SIGFPE) {
+				step_getregs(tid, &pc, &sp, false, 0);
+				if (describe)
+					describe(tid, pc);
+			}
+			step_resume(tid, t->mode == SM_LEARN || t->mode == SM_STEPOVER
+						 ? PTRACE_SINGLESTEP
+						 : PTRACE_CONT,
+				    sig);
+			continue;
+		}
+		}
+	}
+}
+
+#endif /* RQSPIN_ALLOC_PTRACE_H */
