@@ -64,9 +64,19 @@
 #define STEALABLE(w)     FREE_OR_DEAD(w)
 #endif
 
+/* fork() (rqspin, NT=3, no handlers): thread 0 forks between its lock
+ * calls; in the child, threads 1 and 2 vanish wherever they are (ghosts,
+ * their slots SLOT_GHOST) and a thread created in the child (pid NT)
+ * takes the lock. */
+#ifdef FORK
+#define NTH              (NT + 1)
+#else
+#define NTH              NT
+#endif
+
 /* MCS nodes: thread t has node 2t (idx 0) and 2t+1 (idx 1, used by its
  * signal handler). tail_encode(slot, idx) and back. */
-#define NN               (2 * NT)
+#define NN               (2 * NTH)
 #define TAIL(n)          (((((n) / 2) + 1) << 18) | (((n) % 2) << 16))
 #define TAIL_NODE(tl)    ((((((tl) >> 18) & 16383) - 1) * 2) + (((tl) >> 16) & 3))
 
@@ -86,7 +96,7 @@ int  word[2];           /* lock words: A = 0, B = 1 */
 byte nxt[NN];           /* mcs_node.next: 0 = NULL, else node+1 */
 byte mlocked[NN];       /* mcs_node.locked */
 bool fq[NN];            /* the node's owner sleeps in its futex wait queue */
-byte nesting[NT];       /* rqspin_thread.nesting: MCS nodes in use */
+byte nesting[NTH];      /* rqspin_thread.nesting: MCS nodes in use */
 bool inh[NT];           /* thread t's signal handler is running */
 bool incall[NT];        /* thread t is inside a lock call or holds A */
 
@@ -102,6 +112,32 @@ byte acquired_n = 0;    /* successful acquisitions (incl. owner-dead) */
 byte failed_n = 0;      /* failed acquisitions (rqspin only) */
 byte abandoned = 0;     /* locks left owner-dead by an exiting thread */
 byte taken_dead = 0;    /* -EOWNERDEAD acquisitions */
+
+#ifdef FORK
+bool forked;            /* the fork happened; we are the child */
+bool ghost[NTH];        /* vanished in the fork */
+byte nghosts;
+bool fin[NTH];          /* thread did all its rounds */
+bool entry[NTH];        /* held-table entry for A (pushed before the fast CAS) */
+bool wf[NTH];           /* waiting_for == A (wait_publish .. wait_unpublish) */
+/* held_by(t, A, attempt = waiting_for == A): the entry is a hold only
+ * when t is not in A's slow path. */
+#define HOLDS(t)         (entry[t] && !wf[t])
+/* ghost_repair(): deadlock_holder() (a live holder other than self) and
+ * deadlock_ghost_holder(). */
+#define LIVE_HOLDER(me)  ((me != 0 && HOLDS(0)) || (me != 1 && !ghost[1] && HOLDS(1)) || \
+			  (me != 2 && !ghost[2] && HOLDS(2)) || (me != 3 && HOLDS(3)))
+#define GHOST_HOLDER     ((ghost[1] && HOLDS(1)) || (ghost[2] && HOLDS(2)))
+#define GHOST_REPAIR(L, T) \
+	atomic { \
+		forked && (word[L] & LOCKED_MASK) == LOCKED_VAL && \
+		!LIVE_HOLDER(T) && GHOST_HOLDER -> \
+		word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_DEAD \
+	}
+#define FK(x)            x
+#else
+#define FK(x)            skip
+#endif
 
 /*
  * mcs_handoff(): exchange v into node n (release), then futex_wake when
@@ -164,6 +200,7 @@ inline lock_call(L, T, ISH)
 	 * on failure val is the word it saw. */
 	atomic {
 		INCALL(ISH, T, true);
+		FK(entry[T] = true);
 		if
 		:: word[L] == 0 -> word[L] = LOCKED_VAL; goto acquired
 		:: else -> val = word[L]
@@ -177,6 +214,10 @@ inline lock_call(L, T, ISH)
 	:: ISH && L == 0 -> ret = EDEADLK; goto failed
 	:: else
 	fi;
+#endif
+#ifdef FORK
+	/* slowpath(): held_drain(), held_aa(), then wait_publish(). */
+	wf[T] = true;
 #endif
 
 	/* slowpath() entry spins: while val == LOCKED_VAL, reload and CAS
@@ -256,6 +297,10 @@ pending_take:
 #endif
 			ret = ETIMEDOUT;
 			goto failed
+#endif
+#ifdef FORK
+		/* res_check(): ghost_repair() of the locked byte. */
+		:: GHOST_REPAIR(L, T)
 #endif
 		od
 	fi;
@@ -356,6 +401,15 @@ xchg_tail:
 			nxt[prev] = me + 1;
 			old = 0
 		}
+#ifdef FORK
+		/* Behind a thread that vanished in fork(): we are the head. */
+		if
+		:: ghost[prev / 2] ->
+			atomic { nheads[L]++; ishead = true; assert(nheads[L] == 1); prev = 0 };
+			goto head_wait
+		:: else
+		fi;
+#endif
 		/* mcs_wait(): spin on node->locked; after the budget CAS
 		 * MCS_WAIT -> MCS_PARKED (a failed CAS returns the hand-over
 		 * value), then futex_wait until it changes; re-check after
@@ -448,6 +502,9 @@ head_wait:
 	:: !hp && (word[L] & PENDING_MASK) != 0 -> ret = EDEADLK; goto head_err
 	:: hp && !FREE_OR_DEAD(word[L]) -> ret = ETIMEDOUT; goto head_err
 	:: hp && !FREE_OR_DEAD(word[L]) -> ret = EDEADLK; goto head_err
+#endif
+#ifdef FORK
+	:: GHOST_REPAIR(L, T)
 #endif
 	od;
 	if
@@ -597,6 +654,10 @@ release_node_failed:
 	goto failed;
 
 acquired:
+#ifdef FORK
+	/* wait_unpublish(), then the caller's critical section. */
+	wf[T] = false;
+#endif
 	atomic {
 		cs[L]++;
 		assert(cs[L] == 1);
@@ -625,6 +686,7 @@ acquired:
 	 * held-table pop). */
 	atomic {
 		cs[L]--;
+		FK(entry[T] = false);
 #ifndef MUTANT_UNLOCK_WORD
 		word[L] = word[L] & ~LOCKED_MASK;
 #else
@@ -640,6 +702,7 @@ failed:
 #endif
 	atomic {
 		failed_n++;
+		FK(entry[T] = false; wf[T] = false);
 		INCALL(ISH, T, false);
 		me = 0; idx = 0; tl = 0; val = 0; ret = OK
 	};
@@ -661,17 +724,39 @@ done:
 	bool ishead;        /* ghost: we are the queue head */ \
 	byte r              /* rounds done (threads) */
 
-active [NT] proctype thread() PROVIDED
+active [NTH] proctype thread() PROVIDED
 {
 	LOCALS;
 
+#ifdef FORK
+	if
+	:: _pid == NT -> forked   /* created in the child */
+	:: else
+	fi;
+	{
+#endif
 	do
+#ifdef FORK
+	/* Thread 0 forks between its calls (before it finishes). */
+	:: _pid == 0 && !forked ->
+		atomic {
+			forked = true;
+			ghost[1] = !fin[1]; ghost[2] = !fin[2];
+			nghosts = ghost[1] + ghost[2];
+			/* ghosts' critical sections and queue heads are gone */
+			cs[0] = 0; nheads[0] = 0
+		}
+#endif
 	:: r < ROUNDS_OF(_pid) ->
 		lock_call(0, _pid, false);
 		r++
 	:: else -> break
 	od;
+	FK(fin[_pid] = true);
 	finished++
+#ifdef FORK
+	} unless { ghost[_pid] }
+#endif
 }
 
 #if NH > 0
@@ -705,6 +790,11 @@ active proctype observer()
 {
 	byte t;
 
+#ifdef FORK
+	/* The live threads are done; what ghosts left may stay. */
+	forked && finished + nghosts == NTH;
+	assert(cs[0] == 0)
+#else
 	finished == NT;
 	assert(word[1] == 0 && cs[0] == 0 && cs[1] == 0);
 	assert((word[0] == 0 && taken_dead == abandoned) ||
@@ -724,4 +814,5 @@ active proctype observer()
 	:: t < NT -> assert(nesting[t] == 0 && !inh[t]); t++
 	:: else -> break
 	od
+#endif
 }
