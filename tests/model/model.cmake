@@ -1,13 +1,26 @@
 # SPIN model check of the lock slow path (see README.md beside this file).
-# Meant to be included from tests/CMakeLists.txt:
-#   include(${CMAKE_CURRENT_SOURCE_DIR}/model/model.cmake)
-# It builds nothing of the library, so it is registered only in the plain
-# (non-sanitizer) build. run.sh exits 77 when spin is not installed, which
-# CTest reports as skipped; scripts/deps.sh must install the `spin`
-# package for it to run.
+# Included from tests/CMakeLists.txt. It builds nothing of the library, so
+# it is registered only in the plain (non-sanitizer) build: one CTest entry
+# per configuration of configs.txt (model_<config>), and model_mutants,
+# which requires every known-bad variant of mutants.txt to be rejected.
+# The scripts exit 77 when spin is not installed, which CTest reports as
+# skipped; scripts/deps.sh installs the `spin` package.
+#
+# Timeouts: the largest search takes about 20 s of CPU time; the limits
+# leave room for a machine loaded many times over.
 if(NOT RQSPIN_SANITIZE)
-  add_test(NAME model_qspinlock
-    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run.sh ${CMAKE_CURRENT_BINARY_DIR}/model)
-  set_tests_properties(model_qspinlock PROPERTIES
-    TIMEOUT 300 LABELS "model" SKIP_RETURN_CODE 77)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+    ${CMAKE_CURRENT_LIST_DIR}/configs.txt ${CMAKE_CURRENT_LIST_DIR}/mutants.txt)
+  file(STRINGS ${CMAKE_CURRENT_LIST_DIR}/configs.txt _model_lines REGEX "^[a-z0-9-]+\\|")
+  foreach(_line IN LISTS _model_lines)
+    string(REGEX REPLACE "\\|.*" "" _name "${_line}")
+    add_test(NAME model_${_name}
+      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run.sh ${CMAKE_CURRENT_BINARY_DIR}/model ${_name})
+    set_tests_properties(model_${_name} PROPERTIES
+      TIMEOUT 600 LABELS "model" SKIP_RETURN_CODE 77)
+  endforeach()
+  add_test(NAME model_mutants
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/mutants.sh ${CMAKE_CURRENT_BINARY_DIR}/model-mutants)
+  set_tests_properties(model_mutants PROPERTIES
+    TIMEOUT 1200 LABELS "model" SKIP_RETURN_CODE 77)
 endif()

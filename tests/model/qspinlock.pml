@@ -2,19 +2,31 @@
  * SPIN model of librqspin's lock slow path (src/lock/slowpath.c) and the
  * inline fast paths (include/rqspin/qspinlock.h, rqspinlock.h).
  *
- * NT threads each do ROUNDS lock/unlock rounds on ONE lock. Every C atomic
- * operation on the lock word or on an MCS node is one Promela step; waits
- * that C spins or sleeps in are blocking guards, so a waiter nobody will
- * ever release is an invalid end state (SPIN's deadlock check).
+ * NT threads do lock/unlock rounds on lock A. Signal handlers (threads
+ * 0..NH-1, one invocation each) interrupt their thread at any step of a
+ * lock call, hold or unlock, and take lock B (or, rqspin, lock A again:
+ * AA). Every C atomic operation on a lock word or an MCS node is one
+ * Promela step; waits that C spins on are blocking guards, and a parked
+ * queued waiter sleeps in a modelled futex wait queue (woken only by
+ * futex_wake or, up to SPUR times per lock call, spuriously), so a lost
+ * wake-up is an invalid end state (SPIN's deadlock check).
  *
  *   spin -a qspinlock.pml              qspinlock: no timeouts
  *   spin -a -DRQSPIN qspinlock.pml     rqspinlock: the pending waiter and
  *                                      the queue head may fail (timeout or
  *                                      deadlock) at every wait_step()
  *   -DNT=<threads> -DROUNDS=<rounds>   sizes (defaults 3 and 2)
+ *   -DROUNDS_N=<n>                     only threads 0..n-1 do ROUNDS
+ *                                      rounds, the others one (default NT)
+ *   -DNH=<n>                           threads 0..n-1 get a handler
+ *   -DNONODE                           thread 0 has no registry slot
+ *   -DOWNERDEAD                        (rqspin) thread NT-1 exits holding
+ *                                      A in its last round
+ *   -DSPUR=<n>                         spurious wake-ups per lock call
+ *   -DMUTANT_<name>                    a known-bad variant (mutants.txt)
  *
- * Labels are named after the C code; "l.N" is the line in slowpath.c.
- * See README.md for what is abstracted away.
+ * Labels and comments name the C functions; see README.md for the table
+ * and for what is abstracted away.
  */
 
 #ifndef NT
@@ -23,20 +35,50 @@
 #ifndef ROUNDS
 #define ROUNDS 2
 #endif
+#ifndef ROUNDS_N
+#define ROUNDS_N NT
+#endif
+#ifndef NH
+#define NH 0
+#endif
+#ifndef SPUR
+#define SPUR 1
+#endif
+#define ROUNDS_OF(t) ((t) < ROUNDS_N -> ROUNDS : 1)
 
 /* Lock word layout (lock_common.h): locked byte, pending byte, tail
  * (idx in bits 16-17, slot+1 in bits 18-31). One int, as in C. */
 #define LOCKED_VAL       1
+#define LOCKED_DEAD      222          /* RQSPIN__LOCKED_OWNER_DEAD, 0xde */
 #define LOCKED_MASK      255          /* 0x000000ff */
 #define PENDING_VAL      256          /* 0x00000100 */
 #define PENDING_MASK     65280        /* 0x0000ff00 */
 #define LP_MASK          65535        /* locked + pending, the low half-word */
 #define TAIL_MASK        (~65535)     /* 0xffff0000 */
-#define TAIL_SLOT_OFFSET 18
-/* tail_encode(slot, idx 0): the model's threads are slots 0..NT-1 and
- * never nest (idx is always 0). */
-#define TAIL(t)          (((t) + 1) << TAIL_SLOT_OFFSET)
-#define TAIL_SLOT(tl)    ((((tl) >> TAIL_SLOT_OFFSET) & 16383) - 1)
+/* lock_free_or_dead() */
+#define FREE_OR_DEAD(w)  (((w) & LOCKED_MASK) == 0 || ((w) & LOCKED_MASK) == LOCKED_DEAD)
+#define NO_PENDING_FREE(w) (((w) & PENDING_MASK) == 0 && FREE_OR_DEAD(w))
+#ifndef MUTANT_STEAL_IGNORES_PENDING
+#define STEALABLE(w)     NO_PENDING_FREE(w)
+#else
+#define STEALABLE(w)     FREE_OR_DEAD(w)
+#endif
+
+/* fork() (rqspin, NT=3, no handlers): thread 0 forks between its lock
+ * calls; in the child, threads 1 and 2 vanish wherever they are (ghosts,
+ * their slots SLOT_GHOST) and a thread created in the child (pid NT)
+ * takes the lock. */
+#ifdef FORK
+#define NTH              (NT + 1)
+#else
+#define NTH              NT
+#endif
+
+/* MCS nodes: thread t has node 2t (idx 0) and 2t+1 (idx 1, used by its
+ * signal handler). tail_encode(slot, idx) and back. */
+#define NN               (2 * NTH)
+#define TAIL(n)          (((((n) / 2) + 1) << 18) | (((n) % 2) << 16))
+#define TAIL_NODE(tl)    ((((((tl) >> 18) & 16383) - 1) * 2) + (((tl) >> 16) & 3))
 
 /* mcs_node.locked values (registry.h); MCS_PARKED is 0x100 in C. */
 #define MCS_WAIT   0
@@ -45,341 +87,732 @@
 #define MCS_PARKED 3
 
 /* Slow-path results. */
-#define OK        0
-#define ETIMEDOUT 1
-#define EDEADLK   2
+#define OK         0
+#define ETIMEDOUT  1
+#define EDEADLK    2
+#define EOWNERDEAD 3
 
-int  word = 0;          /* the lock word */
-byte nxt[NT];           /* mcs_node.next: 0 = NULL, else slot+1 */
-byte mlocked[NT];       /* mcs_node.locked */
+int  word[2];           /* lock words: A = 0, B = 1 */
+byte nxt[NN];           /* mcs_node.next: 0 = NULL, else node+1 */
+byte mlocked[NN];       /* mcs_node.locked */
+bool fq[NN];            /* the node's owner sleeps in its futex wait queue */
+byte nesting[NTH];      /* rqspin_thread.nesting: MCS nodes in use */
+bool inh[NT];           /* thread t's signal handler is running */
+bool incall[NT];        /* thread t is inside a lock call or holds A */
 
-/* Ghost state, for the assertions only. */
-byte cs = 0;            /* threads inside the critical section */
+/* Ghost state, for the properties only. */
+byte cs[2];             /* threads inside each critical section */
+byte nheads[2];         /* queue heads of each lock */
+bool inq[NN];           /* node published as a tail, not yet released */
+bool drain[NN];         /* predecessor left the queue by timeout */
+byte spur[NN] = SPUR;        /* spurious wake-ups left for this queueing */
 byte finished = 0;      /* threads that did all their rounds */
-byte acquired_n = 0;    /* successful acquisitions */
+byte hfired = 0;        /* handlers that ran */
+byte acquired_n = 0;    /* successful acquisitions (incl. owner-dead) */
 byte failed_n = 0;      /* failed acquisitions (rqspin only) */
-bool inq[NT];           /* node t published as a tail and not yet released */
+byte abandoned = 0;     /* locks left owner-dead by an exiting thread */
+byte taken_dead = 0;    /* -EOWNERDEAD acquisitions */
 
-/* A write into another thread's node is only legal while that node is in
- * a queue, and each node gets exactly one hand-off per queueing. */
-#define HANDOFF(n, val) \
+#ifdef FORK
+bool forked;            /* the fork happened; we are the child */
+bool ghost[NTH];        /* vanished in the fork */
+byte nghosts;
+bool fin[NTH];          /* thread did all its rounds */
+bool entry[NTH];        /* held-table entry for A (pushed before the fast CAS) */
+bool wf[NTH];           /* waiting_for == A (wait_publish .. wait_unpublish) */
+/* held_by(t, A, attempt = waiting_for == A): the entry is a hold only
+ * when t is not in A's slow path. */
+#define HOLDS(t)         (entry[t] && !wf[t])
+/* ghost_repair(): deadlock_holder() (a live holder other than self) and
+ * deadlock_ghost_holder(). */
+#define LIVE_HOLDER(me)  ((me != 0 && HOLDS(0)) || (me != 1 && !ghost[1] && HOLDS(1)) || \
+			  (me != 2 && !ghost[2] && HOLDS(2)) || (me != 3 && HOLDS(3)))
+#define GHOST_HOLDER     ((ghost[1] && HOLDS(1)) || (ghost[2] && HOLDS(2)))
+#define GHOST_REPAIR(L, T) \
+	atomic { \
+		forked && (word[L] & LOCKED_MASK) == LOCKED_VAL && \
+		!LIVE_HOLDER(T) && GHOST_HOLDER -> \
+		word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_DEAD \
+	}
+#define FK(x)            x
+#else
+#define FK(x)            skip
+#endif
+
+/*
+ * mcs_handoff(): exchange v into node n (release), then futex_wake when
+ * the old value was MCS_PARKED. The exchange also ends our time as queue
+ * head (ghost), and marks n as drained when we leave by timeout (ghost:
+ * the FIFO-drain property, from why we leave, not from what we pass).
+ * A write into another node is only legal while that node is queued and
+ * waiting: exactly one hand-off per queueing.
+ */
+#ifdef MUTANT_WAKE_IF_WAIT
+#define WAKE_IF(was) (was == MCS_WAIT)
+#else
+#define WAKE_IF(was) (was == MCS_PARKED)
+#endif
+#define HANDOFF(L, n, val) \
 	atomic { \
 		assert(inq[n] && (mlocked[n] == MCS_WAIT || mlocked[n] == MCS_PARKED)); \
-		mlocked[n] = val \
-	}
+		assert(val == MCS_GO || val == MCS_ABORT); \
+		was = mlocked[n]; mlocked[n] = val; \
+		drain[n] = (ret == ETIMEDOUT); \
+		if \
+		:: ishead -> nheads[L]--; ishead = false \
+		:: else \
+		fi \
+	}; \
+	if \
+	:: WAKE_IF(was) -> fq[n] = false \
+	:: else \
+	fi; \
+	was = 0
 
-active [NT] proctype thread()
+/* Bounded spins may end at any iteration: their loops make progress. */
+#ifndef MUTANT_NO_PROGRESS
+#define PROGRESS_ENTRY progress_entry:
+#define PROGRESS_PENDING progress_pending:
+#else
+#define PROGRESS_ENTRY
+#define PROGRESS_PENDING
+#endif
+
+/* Thread t may run only while its handler does not (provided clause);
+ * the handler may fire while incall[t]. */
+#if NH > 0
+#define PROVIDED provided (!inh[_pid])
+#define INCALL(ish, t, b) if :: !ish -> incall[t] = b :: else fi
+#else
+#define PROVIDED
+#define INCALL(ish, t, b) skip
+#endif
+
+/*
+ * One lock call on lock L by thread T (ISH: from T's signal handler),
+ * the critical section and the unlock. Ends at label "done". Uses the
+ * calling proctype's locals.
+ */
+inline lock_call(L, T, ISH)
 {
-	int  val;           /* the C variable val (a lock-word snapshot) */
-	int  old;           /* old tail from the exchange */
-	byte prev, nx;      /* predecessor / successor slot */
-	byte v;             /* value received / passed in an MCS node */
-	byte ret;           /* OK, ETIMEDOUT, EDEADLK */
-	bool hp;            /* have_pending (head_wait) */
-	byte r = 0;
+	/* qspin_lock() / rqspin_lock_timeout(): the held-table push (not
+	 * modelled: AA is decided below), one acquire CAS 0 -> LOCKED_VAL;
+	 * on failure val is the word it saw. */
+	atomic {
+		INCALL(ISH, T, true);
+		FK(entry[T] = true);
+		if
+		:: word[L] == 0 -> word[L] = LOCKED_VAL; goto acquired
+		:: else -> val = word[L]
+		fi
+	}
+#ifdef RQSPIN
+	/* slowpath(): held_aa() on entry. Lock A is in the table of T for the
+	 * whole call of the interrupted code: a handler taking A fails at
+	 * once with -EDEADLK. */
+	if
+	:: ISH && L == 0 -> ret = EDEADLK; goto failed
+	:: else
+	fi;
+#endif
+#ifdef FORK
+	/* slowpath(): held_drain(), held_aa(), then wait_publish(). */
+	wf[T] = true;
+#endif
 
+	/* slowpath() entry spins: while val == LOCKED_VAL, reload and CAS
+	 * 0 -> LOCKED_VAL when seen free, at most ENTRY_SPINS times (leaving
+	 * the loop is possible at any iteration). Load and CAS are merged: a
+	 * CAS that fails reloads val, one that succeeds needs the word still
+	 * 0. A spurious failure of the weak CAS leaves val == 0, which goes
+	 * on exactly as the budget exit does (to the fetch_or). */
+entry_spin:
 	do
-	:: r < ROUNDS ->
-		/* qspin_lock() / rqspin_lock_timeout(): one acquire CAS
-		 * 0 -> LOCKED_VAL; on failure val is the word it saw. The
-		 * rqspin held-table push before it concerns AA checks only
-		 * (one lock, no nesting here: never a deadlock). */
-		atomic {
+	:: val == LOCKED_VAL ->
+PROGRESS_ENTRY	atomic {
+			val = word[L];
 			if
-			:: word == 0 -> word = LOCKED_VAL; goto acquired
-			:: else -> val = word
+			:: val == 0 -> word[L] = LOCKED_VAL; goto acquired
+			:: else
 			fi
 		}
+	:: break
+	od;
 
-		/* slowpath(), l.652-661: while val == LOCKED_VAL, reload and
-		 * CAS 0 -> LOCKED_VAL when seen free, at most ENTRY_SPINS
-		 * times (leaving the loop is possible at any iteration). The
-		 * load and the CAS are merged: a CAS that fails reloads val,
-		 * one that succeeds needs the word still 0. A spurious failure
-		 * of the weak CAS leaves val == 0, which goes on exactly as
-		 * the budget exit below does (to the fetch_or). */
-entry_spin:
-		do
-		:: val == LOCKED_VAL ->
-progress_entry:		atomic {
-				val = word;
-				if
-				:: val == 0 -> word = LOCKED_VAL; goto acquired
-				:: else
-				fi
-			}
-		:: break
-		od;
-
-		/* l.663-668: a pending waiter is taking the lock: wait a
-		 * bounded while for (0,1,0) to change. */
+	/* slowpath(): a pending waiter is taking the lock, (0,1,0) ->
+	 * (0,0,1): wait PENDING_LOOPS for it. */
 pending_loops:
-		do
-		:: val == PENDING_VAL ->
-progress_pending:	val = word
-		:: break
-		od;
+	do
+	:: val == PENDING_VAL ->
+PROGRESS_PENDING
+		val = word[L]
+	:: break
+	od;
 
-		/* l.670-671: anybody waiting already: queue. */
-		if
-		:: (val & ~LOCKED_MASK) != 0 -> val = 0; goto queue
-		:: else
-		fi;
+	/* Anybody waiting already (pending or queued): queue. */
+	if
+	:: (val & ~LOCKED_MASK) != 0 -> val = 0; goto queue
+	:: else
+	fi;
 
 #ifdef RQSPIN
-		/* l.673-678: pre_wait_check() may find a cycle before the
-		 * first wait (a search; no word access): fail unchanged. */
-		if
-		:: goto failed
-		:: skip
-		fi;
+	/* pre_wait_check() may find a cycle before the first wait (a
+	 * search; no word access): fail unchanged. */
+	if
+	:: goto failed
+	:: skip
+	fi;
 #endif
-		/* l.682: become the pending waiter (fetch_or, acquire). */
+	/* slowpath(): become the pending waiter (fetch_or, acquire); undo
+	 * with clear_pending() (a separate RMW) when others wait. */
 fetch_or:
-		atomic { val = word; word = word | PENDING_VAL };
+	atomic { val = word[L]; word[L] = word[L] | PENDING_VAL };
+	if
+	:: (val & ~LOCKED_MASK) != 0 ->
 		if
-		:: (val & ~LOCKED_MASK) != 0 ->
-			if
-			:: (val & PENDING_MASK) == 0 ->
-				/* l.686 clear_pending(): fetch_and, a separate RMW */
-				word = word & ~PENDING_MASK
-			:: else
-			fi;
-			val = 0;
-			goto queue
+#ifndef MUTANT_NO_PENDING_UNDO
+		:: (val & PENDING_MASK) == 0 -> word[L] = word[L] & ~PENDING_MASK
+#endif
 		:: else
 		fi;
+		val = 0;
+		goto queue
+	:: else
+	fi;
 
-		/* pending_take(), l.552-572: wait for the locked byte to
-		 * clear (val from the fetch_or is checked first). */
+	/* pending_take(): wait for the locked byte to clear (or turn
+	 * owner-dead); val from the fetch_or is checked first. */
 pending_take:
-		if
-		:: (val & LOCKED_MASK) == 0 -> skip
-		:: else ->
-			do
-			:: (word & LOCKED_MASK) == 0 -> break   /* l.566 acquire load */
+	if
+	:: FREE_OR_DEAD(val) -> skip
+	:: else ->
+		do
+		:: FREE_OR_DEAD(word[L]) -> val = word[L]; break   /* acquire load */
 #ifdef RQSPIN
-			/* l.559: wait_step() after a load that saw the lock
-			 * held reports a timeout (or a deadlock: same path);
-			 * l.561 clear_pending(), a separate fetch_and. */
-			:: (word & LOCKED_MASK) != 0 ->
-				word = word & ~PENDING_MASK;
-				goto failed
+		/* wait_step() fails after a load that saw the lock held;
+		 * clear_pending(), a separate fetch_and. */
+		:: !FREE_OR_DEAD(word[L]) ->
+#ifndef MUTANT_TIMEOUT_KEEPS_PENDING
+			word[L] = word[L] & ~PENDING_MASK;
 #endif
-			od
+			ret = ETIMEDOUT;
+			goto failed
+#endif
+#ifdef FORK
+		/* res_check(): ghost_repair() of the locked byte. */
+		:: GHOST_REPAIR(L, T)
+#endif
+		od
+	fi;
+	/* clear_pending_set_locked(): 16-bit store (*,1,x) -> (*,0,1). */
+	atomic {
+		if
+		:: (val & LOCKED_MASK) == LOCKED_DEAD -> ret = EOWNERDEAD
+		:: else
 		fi;
-		/* l.569 clear_pending_set_locked(): 16-bit store (*,1,0) -> (*,0,1). */
-		atomic { word = (word & TAIL_MASK) | LOCKED_VAL; val = 0 };
-		goto acquired;
+		word[L] = (word[L] & TAIL_MASK) | LOCKED_VAL; val = 0
+	};
+	goto acquired;
 
 queue:
-		/* l.697 (rqspin) AA check: never true with one lock. */
+	/* slowpath() "queue": AA before queueing (covered by the entry
+	 * check in this model). */
 #ifdef RQSPIN
-		/* l.703-708: pre_wait_check(), when the pending path did not
-		 * run it, may fail before queueing (no word access). */
-		if
-		:: goto failed
-		:: skip
-		fi;
+	/* pre_wait_check(), when the pending path did not run it, may fail
+	 * before queueing (no word access). */
+	if
+	:: goto failed
+	:: skip
+	fi;
 #endif
-		/* l.713-721: steal spins. steal_once() takes a word with no
-		 * pending and a free locked byte (CAS, acquire); the budget
-		 * may run out at any iteration. */
+	/* Steal spins: steal_once() takes a word with no pending bit and a
+	 * free (or owner-dead) locked byte (CAS, acquire); the budget may
+	 * run out at any iteration. */
 steal_spins:
-		do
-		:: atomic { (word & LP_MASK) == 0 -> word = word | LOCKED_VAL; goto acquired }
-		:: break
-		od;
+	do
+	:: atomic {
+		STEALABLE(word[L]) ->
+		if
+		:: (word[L] & LOCKED_MASK) == LOCKED_DEAD -> ret = EOWNERDEAD
+		:: else
+		fi;
+		word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_VAL; goto acquired
+	   }
+	:: break
+	od;
 
-		/* l.726-728: no registry slot (NONODE: thread 0 is slotless),
-		 * else node idx 0 (the model does not nest). */
+	/* slowpath(): node idx = nesting. No registry slot (NONODE: thread
+	 * 0), or rqspin nested (idx > 0): nonode_lock(). */
+	idx = nesting[T];
 #ifdef NONODE
-		if
-		:: _pid == 0 -> goto nonode
-		:: else
-		fi;
+	if
+	:: T == 0 -> goto nonode
+	:: else
+	fi;
 #endif
-		/* l.733-741: claim the node and initialise it. */
-node_init:
-		nxt[_pid] = 0;                 /* l.739 */
-		mlocked[_pid] = MCS_WAIT;      /* l.740 */
-
-		/* l.743: one more steal_once(). */
-		atomic {
-			if
-			:: (word & LP_MASK) == 0 -> word = word | LOCKED_VAL; goto acquired
-			:: else
-			fi
-		}
-
-		/* l.754: exchange the tail half-word (acq_rel). */
-xchg_tail:
-		atomic {
-			old = word & TAIL_MASK;
-			word = (word & ~TAIL_MASK) | TAIL(_pid);
-			inq[_pid] = true;
-			if
-			:: old != 0 -> prev = TAIL_SLOT(old)
-			:: else
-			fi
-		}
-		if
-		:: old != 0 ->
-			/* l.763: link behind the predecessor (release). */
-			atomic {
-				assert(inq[prev] && nxt[prev] == 0);
-				nxt[prev] = _pid + 1;
-				old = 0
-			}
-			/* l.764-767 (rqspin): predecessor's slot is a fork ghost:
-			 * become the head; no fork in the model. */
-			/* mcs_wait(), l.357-392: spin on node->locked; after the
-			 * budget CAS MCS_WAIT -> MCS_PARKED (a failed CAS returns
-			 * the hand-over value) and futex_wait until it changes. */
-mcs_wait:
-			if
-			:: atomic { mlocked[_pid] != MCS_WAIT -> v = mlocked[_pid] }
-			:: atomic { mlocked[_pid] == MCS_WAIT -> mlocked[_pid] = MCS_PARKED };
-				atomic { mlocked[_pid] != MCS_PARKED -> v = mlocked[_pid] }
-			fi;
-			/* l.767-775: told to leave: pass MCS_ABORT on. */
-			if
-			:: v == MCS_ABORT -> ret = ETIMEDOUT; goto queue_leave
-			:: else -> v = 0
-			fi
-		:: else
-		fi;
-
-		/* We are the queue head. head_wait(), l.450-479. */
-head_wait:
-		hp = false;
-		do
-		/* l.457-466: no pending bit seen: CAS it in (a failed CAS
-		 * reloads and retries: merged with the load). */
-		:: atomic { !hp && (word & PENDING_MASK) == 0 -> word = word | PENDING_VAL; hp = true }
-		/* l.467-471: pending held, acquire load sees the lock free. */
-		:: hp && (word & LOCKED_MASK) == 0 -> break
 #ifdef RQSPIN
-		/* l.474-476: wait_step() fails (timeout, or a deadlock the
-		 * check found elsewhere) after a load that saw someone
-		 * else's pending bit, or the locked byte held. */
-		:: !hp && (word & PENDING_MASK) != 0 -> ret = ETIMEDOUT; goto head_err
-		:: !hp && (word & PENDING_MASK) != 0 -> ret = EDEADLK; goto head_err
-		:: hp && (word & LOCKED_MASK) != 0 -> ret = ETIMEDOUT; goto head_err
-		:: hp && (word & LOCKED_MASK) != 0 -> ret = EDEADLK; goto head_err
+	if
+	:: idx > 0 -> goto nonode
+	:: else
+	fi;
 #endif
-		od;
+	/* Claim node idx (nesting = idx + 1) before using it: a handler
+	 * arriving from here on takes the next node. */
+	me = 2 * T + idx;
+#ifndef MUTANT_LATE_NESTING
+	nesting[T] = idx + 1;
+#endif
+node_init:
+	atomic { nxt[me] = 0; drain[me] = false; spur[me] = SPUR; tl = TAIL(me) };
+	mlocked[me] = MCS_WAIT;
+#ifdef MUTANT_LATE_NESTING
+	nesting[T] = idx + 1;
+#endif
 
-		/* l.797-800 claim: if we are the tail, CAS (me,1,0) -> (0,0,1)
-		 * (a failed CAS reloads: merged with the load). */
-claim:
-		atomic {
+	/* One more steal_once(). */
+	atomic {
+		if
+		:: STEALABLE(word[L]) ->
 			if
-			:: (word & TAIL_MASK) == TAIL(_pid) ->
-				word = LOCKED_VAL; inq[_pid] = false; hp = false;
-				goto acquired
+			:: (word[L] & LOCKED_MASK) == LOCKED_DEAD -> ret = EOWNERDEAD
+			:: else
+			fi;
+			word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_VAL; goto release_node
+		:: else
+		fi
+	}
+
+	/* Exchange the tail half-word (acq_rel). */
+xchg_tail:
+	atomic {
+		old = word[L] & TAIL_MASK;
+		word[L] = (word[L] & ~TAIL_MASK) | tl;
+		inq[me] = true;
+		if
+		:: old != 0 -> prev = TAIL_NODE(old)
+		:: else -> nheads[L]++; ishead = true; assert(nheads[L] == 1)
+		fi
+	}
+	if
+	:: old != 0 ->
+		/* prev->next = node (release). */
+		atomic {
+			assert(inq[prev] && nxt[prev] == 0);
+			nxt[prev] = me + 1;
+			old = 0
+		}
+#ifdef FORK
+		/* Behind a thread that vanished in fork(): we are the head. */
+		if
+		:: ghost[prev / 2] ->
+			atomic { nheads[L]++; ishead = true; assert(nheads[L] == 1); prev = 0 };
+			goto head_wait
+		:: else
+		fi;
+#endif
+		/* mcs_wait(): spin on node->locked; after the budget CAS
+		 * MCS_WAIT -> MCS_PARKED (a failed CAS returns the hand-over
+		 * value), then futex_wait until it changes; re-check after
+		 * every return (wake-up, spurious, timed period). */
+mcs_wait:
+		if
+		:: atomic { mlocked[me] != MCS_WAIT -> v = mlocked[me] }
+		:: atomic {
+#ifndef MUTANT_SLEEP_WITHOUT_PARKED
+			mlocked[me] == MCS_WAIT -> mlocked[me] = MCS_PARKED
+#else
+			mlocked[me] == MCS_WAIT
+#endif
+		   };
+park:
+			/* futex_wait(&node->locked, MCS_PARKED): the kernel
+			 * compares and queues under its bucket lock, atomic
+			 * with respect to futex_wake. */
+			atomic {
+#ifndef MUTANT_SLEEP_WITHOUT_PARKED
+				if
+				:: mlocked[me] == MCS_PARKED -> fq[me] = true
+				:: else
+				fi
+#else
+				if
+				:: mlocked[me] == MCS_WAIT -> fq[me] = true
+				:: else
+				fi
+#endif
+			};
+			/* Asleep until futex_wake dequeues us, or a spurious
+			 * (EINTR; rqspin: the timed period) return. */
+			if
+			:: atomic { !fq[me] -> v = mlocked[me] }
+			:: atomic { fq[me] && spur[me] > 0 -> fq[me] = false; spur[me]--; v = mlocked[me] }
+			fi;
+#ifndef MUTANT_NO_RECHECK
+#ifndef MUTANT_SLEEP_WITHOUT_PARKED
+			if
+			:: v == MCS_PARKED -> goto park
 			:: else
 			fi
+#else
+			if
+			:: v == MCS_WAIT -> goto park
+			:: else
+			fi
+#endif
+#endif
+		fi;
+		/* The value received: GO (become the head) or ABORT (leave,
+		 * -ETIMEDOUT). FIFO drain: ABORT exactly when the predecessor
+		 * left by timeout. One head per lock. */
+		atomic {
+			if
+			:: v == MCS_ABORT -> assert(drain[me]); ret = ETIMEDOUT
+			:: else -> assert(!drain[me]); nheads[L]++; ishead = true; assert(nheads[L] == 1)
+			fi;
+			/* ghosts back to their resting values */
+			prev = 0; drain[me] = false; spur[me] = SPUR
 		}
-		/* l.802 clear_pending_set_locked(): 16-bit store. */
-		atomic { word = (word & TAIL_MASK) | LOCKED_VAL; hp = false };
-		/* l.804 wait_next(): wait for the successor's link. */
-		atomic { nxt[_pid] != 0 -> nx = nxt[_pid] - 1 };
-		/* l.805 mcs_handoff(): exchange MCS_GO in (then futex_wake if
-		 * it was MCS_PARKED: the model's waiter just waits). */
-		HANDOFF(nx, MCS_GO);
-		atomic { inq[_pid] = false; nx = 0 };
-		goto acquired;
+		if
+		:: v == MCS_ABORT -> goto queue_leave
+		:: else -> v = 0
+		fi
+	:: else
+	fi;
+
+	/* We are the queue head: head_wait(). */
+head_wait:
+	do
+	/* No pending bit seen: CAS it in (a failed CAS reloads and retries:
+	 * merged with the load). */
+#ifndef MUTANT_HEAD_NO_PENDING
+	:: atomic { !hp && (word[L] & PENDING_MASK) == 0 -> word[L] = word[L] | PENDING_VAL; hp = true }
+#else
+	:: atomic { !hp && (word[L] & LP_MASK) == 0 -> val = word[L] }; break
+#endif
+	/* Pending held, acquire load sees the lock free (or owner-dead). */
+#ifndef MUTANT_DEAD_NOT_FREE
+	:: atomic { hp && FREE_OR_DEAD(word[L]) -> val = word[L] }; break
+#else
+	:: atomic { hp && (word[L] & LOCKED_MASK) == 0 -> val = word[L] }; break
+#endif
+#ifdef RQSPIN
+	/* wait_step() fails (timeout, or a deadlock a search found) after a
+	 * load that saw someone else's pending bit, or the lock held. */
+	:: !hp && (word[L] & PENDING_MASK) != 0 -> ret = ETIMEDOUT; goto head_err
+	:: !hp && (word[L] & PENDING_MASK) != 0 -> ret = EDEADLK; goto head_err
+	:: hp && !FREE_OR_DEAD(word[L]) -> ret = ETIMEDOUT; goto head_err
+	:: hp && !FREE_OR_DEAD(word[L]) -> ret = EDEADLK; goto head_err
+#endif
+#ifdef FORK
+	:: GHOST_REPAIR(L, T)
+#endif
+	od;
+	if
+	:: (val & LOCKED_MASK) == LOCKED_DEAD -> ret = EOWNERDEAD
+	:: else
+	fi;
+
+	/* Claim: if we are the tail, CAS (me,1,x) -> (0,0,1) (a failed CAS
+	 * reloads: merged with the load). */
+claim:
+#ifndef MUTANT_CLAIM_STORE
+	atomic {
+		if
+		:: (word[L] & TAIL_MASK) == tl ->
+			word[L] = LOCKED_VAL; inq[me] = false; hp = false;
+			nheads[L]--; ishead = false;
+			goto release_node_queued
+		:: else
+		fi
+	}
+#else
+	/* Mutant: a load, then a plain store. */
+	if
+	:: (word[L] & TAIL_MASK) == tl ->
+		atomic {
+			word[L] = LOCKED_VAL; inq[me] = false; hp = false;
+			nheads[L]--; ishead = false
+		};
+		goto release_node_queued
+	:: else
+	fi;
+#endif
+	/* clear_pending_set_locked(): 16-bit store. */
+#ifndef MUTANT_CPSL_WORD
+	atomic { word[L] = (word[L] & TAIL_MASK) | LOCKED_VAL; hp = false };
+#else
+	atomic { word[L] = LOCKED_VAL; hp = false };
+#endif
+	/* wait_next(): wait for the successor's link. */
+	atomic { nxt[me] != 0 -> nx = nxt[me] - 1 };
+#ifndef MUTANT_NO_HANDOFF
+	HANDOFF(L, nx, MCS_GO);
+#else
+	atomic { nheads[L]--; ishead = false };
+#endif
+	atomic { inq[me] = false; nx = 0 };
+	goto release_node_queued;
 
 head_err:
-		/* l.781-790: drop the pending bit (fetch_and), then leave the
-		 * queue: ABORT on a timeout, GO on a deadlock. */
-		if
-		:: hp -> atomic { word = word & ~PENDING_MASK; hp = false }
-		:: else
-		fi;
-		if
-		:: ret == ETIMEDOUT -> v = MCS_ABORT
-		:: else -> v = MCS_GO
-		fi;
+	/* Drop the pending bit (fetch_and), then queue_leave(): ABORT on a
+	 * timeout, GO on a deadlock. */
+	if
+	:: hp -> atomic { word[L] = word[L] & ~PENDING_MASK; hp = false }
+	:: else
+	fi;
+	if
+#ifndef MUTANT_GO_ON_TIMEOUT
+	:: ret == ETIMEDOUT -> v = MCS_ABORT
+#else
+	:: ret == ETIMEDOUT -> v = MCS_GO
+#endif
+	:: else -> v = MCS_GO
+	fi;
 
-		/* queue_leave(), l.437-446: the last waiter removes the tail
-		 * (CAS keeping locked/pending; a failed CAS reloads: merged),
-		 * anybody else waits for the successor and passes v on. */
+	/* queue_leave(): the last waiter removes the tail (CAS keeping
+	 * locked/pending; a failed CAS reloads: merged), anybody else waits
+	 * for the successor (wait_next) and passes v on (mcs_handoff). */
 queue_leave:
+	atomic {
+		if
+#ifndef MUTANT_LEAVE_NO_TAIL_RESET
+		:: (word[L] & TAIL_MASK) == tl ->
+			word[L] = word[L] & ~TAIL_MASK; inq[me] = false;
+			if
+			:: ishead -> nheads[L]--; ishead = false
+			:: else
+			fi;
+			goto release_node_failed
+#endif
+		:: else
+		fi
+	}
+	atomic { nxt[me] != 0 -> nx = nxt[me] - 1 };
+#ifdef MUTANT_NO_ABORT_PASS
+	v = MCS_GO;
+#endif
+	HANDOFF(L, nx, v);
+	atomic { inq[me] = false; nx = 0; v = 0 };
+	goto release_node_failed;
+
+	/* nonode_lock(): slotless (NONODE, both flavours: compete for the
+	 * pending bit like a queue head), or rqspin nested in a queued wait
+	 * of its own thread (one steal_once(), else -EDEADLK). */
+nonode:
+#ifdef RQSPIN
+	if
+	:: idx > 0 ->
 		atomic {
 			if
-			:: (word & TAIL_MASK) == TAIL(_pid) ->
-				word = word & ~TAIL_MASK; inq[_pid] = false;
-				goto failed
-			:: else
+			:: NO_PENDING_FREE(word[L]) ->
+				if
+				:: (word[L] & LOCKED_MASK) == LOCKED_DEAD -> ret = EOWNERDEAD
+				:: else
+				fi;
+				word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_VAL; goto acquired
+			:: else -> ret = EDEADLK; goto failed
 			fi
 		}
-		atomic { nxt[_pid] != 0 -> nx = nxt[_pid] - 1 };
-		HANDOFF(nx, v);
-		atomic { inq[_pid] = false; nx = 0 };
-		goto failed;
-
-#ifdef NONODE
-		/* nonode_lock(), l.581-619, for a slotless thread (both
-		 * flavours: the rqspin one-try rule needs a slot). Compete
-		 * for the pending bit like a queue head; the loads and the
-		 * CASes are merged (a failed CAS reloads and retries). */
-nonode:
-		do
-		/* l.597-605: free, no pending: CAS it held (acquire). */
-		:: atomic { (word & LP_MASK) == 0 -> word = word | LOCKED_VAL; goto acquired }
-		/* l.606-610: held, no pending: CAS the pending bit in,
-		 * then pending_take() with val as it was. */
-		:: atomic {
-			(word & PENDING_MASK) == 0 && (word & LOCKED_MASK) != 0 ->
-			val = word; word = word | PENDING_VAL
-		   };
-		   goto pending_take
+	:: else
+	fi;
+#endif
+	do
+	/* Free, no pending: CAS it held (acquire). */
+	:: atomic {
+#ifndef MUTANT_NONODE_IGNORES_PENDING
+		NO_PENDING_FREE(word[L]) ->
+#else
+		FREE_OR_DEAD(word[L]) ->
+#endif
+		if
+		:: (word[L] & LOCKED_MASK) == LOCKED_DEAD -> ret = EOWNERDEAD
+		:: else
+		fi;
+		word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_VAL; goto acquired
+	   }
+	/* Held, no pending: CAS the pending bit in, then pending_take(). */
+	:: atomic {
+		(word[L] & PENDING_MASK) == 0 && !FREE_OR_DEAD(word[L]) ->
+		val = word[L]; word[L] = word[L] | PENDING_VAL
+	   };
+	   goto pending_take
 #ifdef RQSPIN
-		/* l.611-614: pending seen, wait_step() fails (4T timeout). */
-		:: (word & PENDING_MASK) != 0 -> goto failed
+	/* Pending seen, wait_step() fails (4T timeout). */
+	:: (word[L] & PENDING_MASK) != 0 -> ret = ETIMEDOUT; goto failed
 #endif
-		od;
-#endif
+	od;
+
+release_node_queued:
+	/* The queue's slow path leaves with the lock: nesting = idx. */
+	nesting[T] = idx;
+	goto acquired;
+release_node:
+	nesting[T] = idx;
+	goto acquired;
+release_node_failed:
+	nesting[T] = idx;
+	goto failed;
 
 acquired:
-		cs++;
-		assert(cs == 1);
+#ifdef FORK
+	/* wait_unpublish(), then the caller's critical section. */
+	wf[T] = false;
+#endif
+	atomic {
+		cs[L]++;
+		assert(cs[L] == 1);
 		acquired_n++;
-		cs--;
-		/* qspin_unlock() / rqspin_unlock(): release byte store. */
-		atomic { word = word & ~LOCKED_MASK; r++; val = 0; ret = OK; v = 0; prev = 0 };
-		goto next_round;
+		if
+		:: ret == EOWNERDEAD -> taken_dead++
+		:: else
+		fi;
+		me = 0; idx = 0; tl = 0; val = 0; ret = OK
+	};
+#ifdef OWNERDEAD
+	/* held_abandon(): the thread exits holding A (its last round): CAS
+	 * the locked byte to owner-dead (release). */
+	if
+	:: !ISH && T == NT - 1 && r == ROUNDS_OF(T) - 1 ->
+		atomic {
+			cs[L]--; abandoned++;
+			word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_DEAD;
+			INCALL(ISH, T, false)
+		};
+		goto done
+	:: else
+	fi;
+#endif
+	/* qspin_unlock() / rqspin_unlock(): release byte store (then the
+	 * held-table pop). */
+	atomic {
+		cs[L]--;
+		FK(entry[T] = false);
+#ifndef MUTANT_UNLOCK_WORD
+		word[L] = word[L] & ~LOCKED_MASK;
+#else
+		word[L] = 0;
+#endif
+		INCALL(ISH, T, false)
+	};
+	goto done;
 
 failed:
 #ifndef RQSPIN
-		assert(false);   /* qspinlock never fails */
+	assert(false);   /* qspinlock never fails */
 #endif
-		atomic { failed_n++; r++; val = 0; ret = OK; v = 0; prev = 0 };
-
-next_round:
-		skip
-	:: else -> break
-	od;
-	finished++
+	atomic {
+		failed_n++;
+		FK(entry[T] = false; wf[T] = false);
+		INCALL(ISH, T, false);
+		me = 0; idx = 0; tl = 0; val = 0; ret = OK
+	};
+done:
+	skip
 }
 
-/* After everybody is done the lock is free, with no pending bit and no
- * queue, and every thread's rounds are accounted for. */
+#define LOCALS \
+	int  val;           /* the C variable val (a lock-word snapshot) */ \
+	int  old;           /* old tail from the exchange */ \
+	int  tl;            /* our tail value */ \
+	byte me;            /* our MCS node */ \
+	byte idx;           /* its index (nesting level) */ \
+	byte prev, nx;      /* predecessor / successor node */ \
+	byte v;             /* value received / passed in an MCS node */ \
+	byte was;           /* mcs_handoff: value exchanged out */ \
+	byte ret;           /* OK, ETIMEDOUT, EDEADLK, EOWNERDEAD */ \
+	bool hp;            /* have_pending (head_wait) */ \
+	bool ishead;        /* ghost: we are the queue head */ \
+	byte r              /* rounds done (threads) */
+
+active [NTH] proctype thread() PROVIDED
+{
+	LOCALS;
+
+#ifdef FORK
+	if
+	:: _pid == NT -> forked   /* created in the child */
+	:: else
+	fi;
+	{
+#endif
+	do
+#ifdef FORK
+	/* Thread 0 forks between its calls (before it finishes). */
+	:: _pid == 0 && !forked ->
+		atomic {
+			forked = true;
+			ghost[1] = !fin[1]; ghost[2] = !fin[2];
+			nghosts = ghost[1] + ghost[2];
+			/* ghosts' critical sections and queue heads are gone */
+			cs[0] = 0; nheads[0] = 0
+		}
+#endif
+	:: r < ROUNDS_OF(_pid) ->
+		lock_call(0, _pid, false);
+		r++
+	:: else -> break
+	od;
+	FK(fin[_pid] = true);
+	finished++
+#ifdef FORK
+	} unless { ghost[_pid] }
+#endif
+}
+
+#if NH > 0
+/* A signal handler of thread t: interrupts it once, at any step of a lock
+ * call (until its unlock), and takes lock B (qspin: nested, node 1 when
+ * its thread has claimed node 0; rqspin: nested in a queued wait, one
+ * try), or, rqspin only, lock A (AA). */
+active [NH] proctype handler()
+{
+	LOCALS;
+	byte t = _pid - NT;
+	byte hl;
+
+end_idle:
+	atomic { incall[t] && !inh[t] -> inh[t] = true; hfired++ };
+	if
+	:: hl = 1
+#ifdef RQSPIN
+	:: hl = 0
+#endif
+	fi;
+	lock_call(hl, t, true);
+	inh[t] = false
+}
+#endif
+
+/* After everybody is done every lock is free, with no pending bit and no
+ * queue, every call is accounted for, and each abandoned lock was taken
+ * over exactly once. */
 active proctype observer()
 {
 	byte t;
 
+#ifdef FORK
+	/* The live threads are done; what ghosts left may stay. */
+	forked && finished + nghosts == NTH;
+	assert(cs[0] == 0)
+#else
 	finished == NT;
-	assert(word == 0 && cs == 0);
-	assert(acquired_n + failed_n == NT * ROUNDS);
+	assert(word[1] == 0 && cs[0] == 0 && cs[1] == 0);
+	assert((word[0] == 0 && taken_dead == abandoned) ||
+	       (word[0] == LOCKED_DEAD && taken_dead + 1 == abandoned));
+	assert(nheads[0] == 0 && nheads[1] == 0);
+	assert(acquired_n + failed_n == NT + (ROUNDS - 1) * ROUNDS_N + hfired);
 #ifndef RQSPIN
-	assert(acquired_n == NT * ROUNDS);
+	assert(failed_n == 0);
 #endif
 	t = 0;
 	do
-	:: t < NT -> assert(!inq[t]); t++
+	:: t < NN -> assert(!inq[t] && !fq[t]); t++
+	:: else -> break
+	od;
+	t = 0;
+	do
+	:: t < NT -> assert(nesting[t] == 0 && !inh[t]); t++
 	:: else -> break
 	od
+#endif
 }
