@@ -125,6 +125,24 @@ static const struct rqspin_thread *candidate_holder(const struct rqspin_thread *
 	return s ? &s->t : NULL;
 }
 
+const struct rqspin_thread *deadlock_live_taker(const struct rqspin_thread *self,
+						const void *lock)
+{
+	uint32_t n = registry_high_water(), i;
+
+	for (i = 0; i < n; i++) {
+		const struct rqspin_slot *s = registry_slot(i);
+		uint32_t role;
+
+		if (!s || &s->t == self || held_waiting_for(&s->t) != lock || !slot_in(s, SLOT_USED))
+			continue;
+		role = atomic_load_explicit(&s->t.role, memory_order_relaxed);
+		if (role != ROLE_QUEUED && role != ROLE_HEAD)
+			return &s->t;
+	}
+	return NULL;
+}
+
 const struct rqspin_thread *deadlock_ghost_holder(const void *lock)
 {
 	return find_holder_in(NULL, lock, SLOT_GHOST);

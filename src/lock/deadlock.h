@@ -55,6 +55,11 @@ const struct rqspin_thread *deadlock_holder(const struct rqspin_thread *self, co
  * role `role` (ROLE_NONE: any role), or NULL. */
 const struct rqspin_thread *deadlock_waiter(const struct rqspin_thread *self, const void *lock,
 					    uint32_t state, uint32_t role);
+/* A live thread other than self that waits for lock in a role that can
+ * take it (pending, no-node, or between its entry and its queueing): it
+ * may hold it already while it still shows its wait. NULL if none. */
+const struct rqspin_thread *deadlock_live_taker(const struct rqspin_thread *self,
+						const void *lock);
 /* A thread that vanished in fork() and still holds lock, or NULL. */
 const struct rqspin_thread *deadlock_ghost_holder(const void *lock);
 

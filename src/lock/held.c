@@ -313,6 +313,25 @@ void rqspin__unlock_slow(struct rqspin__thread_hot *hot, void *lock)
 	(void)own_remove(self, lock);
 }
 
+bool held_claim_ghost_entry(struct rqspin_thread *ghost, const void *lock)
+{
+	uint32_t i = tracked(held_count(ghost));
+
+	while (i-- > 0) {
+		const void *expect = lock;
+
+		/* Repairers of the same lock race here; the one whose CAS
+		 * turns the entry into a mark owns the repair. relaxed: the
+		 * lock word CAS that follows carries no data of the ghost's
+		 * (its writes have been in this address space since fork). */
+		if (__atomic_compare_exchange_n(&ghost->hot.held.locks[i], &expect,
+						RQSPIN__HELD_RELEASED, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			return true;
+	}
+	return false;
+}
+
 /* The thread is gone: whatever it still holds is abandoned. The lock byte
  * becomes RQSPIN__LOCKED_OWNER_DEAD so the next waiter takes the lock over
  * with -EOWNERDEAD instead of waiting for a timeout. Only entries that are

@@ -50,6 +50,10 @@ static inline bool held_aa(const struct rqspin_thread *self, const void *lock)
 /* Drop the top entry after a failed acquisition. */
 void held_release_entry(struct rqspin_thread *self);
 
+/* In a forked child: turn a vanished thread's entry for lock into a
+ * RELEASED mark. True for the one caller that did (it owns the repair). */
+bool held_claim_ghost_entry(struct rqspin_thread *ghost, const void *lock);
+
 /* Mark the entries other threads released (their posted cells). */
 void held_drain(struct rqspin_thread *self);
 

@@ -258,16 +258,26 @@ static bool stalled(struct waiter *w, uint64_t now)
 
 /* In a forked child: what vanished threads left in the lock word. A held
  * byte whose holder is a ghost becomes owner-dead; a pending bit whose
- * holder is a ghost is cleared. Only when no live thread claims either. */
+ * holder is a ghost is cleared. Only when no live thread claims either:
+ * not a holder by its table, and not a waiter that may have just taken the
+ * lock and still shows its wait (deadlock_live_taker; such a waiter makes
+ * the repair itself if the lock is still the ghost's). The repairer first
+ * claims the ghost's entry (a RELEASED mark), so the ghost stops counting
+ * as the holder: one repair per ghost hold, however many child threads
+ * wait. (The SPIN model's fork configuration found the double owner that
+ * either rule alone allows.) */
 static void ghost_repair(struct waiter *w)
 {
 	lockword_t *l = w->lock;
 	uint32_t val = word_load(l, memory_order_relaxed);
+	struct rqspin_thread *g;
 
 	if ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL && !deadlock_holder(w->self, l) &&
-	    deadlock_ghost_holder(l)) {
+	    !deadlock_live_taker(w->self, l) &&
+	    (g = (struct rqspin_thread *)deadlock_ghost_holder(l)) && held_claim_ghost_entry(g, l)) {
 		/* relaxed: the ghost's writes are in this address space
 		 * since the fork; no thread publishes them. */
+		val = word_load(l, memory_order_relaxed);
 		while ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL &&
 		       !word_cas(l, &val, (val & ~RQSPIN__LOCKED_MASK) | RQSPIN__LOCKED_OWNER_DEAD,
 				 memory_order_relaxed))

@@ -120,6 +120,7 @@ byte nghosts;
 bool fin[NTH];          /* thread did all its rounds */
 bool entry[NTH];        /* held-table entry for A (pushed before the fast CAS) */
 bool wf[NTH];           /* waiting_for == A (wait_publish .. wait_unpublish) */
+byte role[NTH];         /* rqspin_thread.role: 0 none, 1 pending, 2 queued, 3 head, 4 no-node */
 /* held_by(t, A, attempt = waiting_for == A): the entry is a hold only
  * when t is not in A's slow path. */
 #define HOLDS(t)         (entry[t] && !wf[t])
@@ -128,11 +129,29 @@ bool wf[NTH];           /* waiting_for == A (wait_publish .. wait_unpublish) */
 #define LIVE_HOLDER(me)  ((me != 0 && HOLDS(0)) || (me != 1 && !ghost[1] && HOLDS(1)) || \
 			  (me != 2 && !ghost[2] && HOLDS(2)) || (me != 3 && HOLDS(3)))
 #define GHOST_HOLDER     ((ghost[1] && HOLDS(1)) || (ghost[2] && HOLDS(2)))
+/* deadlock_live_taker(): a live waiter other than self whose role can
+ * take the lock (not queued, not a head without the pending bit). */
+#define TAKER(t)         (wf[t] && role[t] != 2 && role[t] != 3)
+#define LIVE_TAKER(me)   ((me != 0 && TAKER(0)) || (me != 1 && !ghost[1] && TAKER(1)) || \
+			  (me != 2 && !ghost[2] && TAKER(2)) || (me != 3 && TAKER(3)))
+/* ghost_repair(): claim the ghost's entry (held_claim_ghost_entry, a CAS
+ * to RELEASED: the ghost stops holding), then the word CAS to owner-dead
+ * while the byte is still LOCKED_VAL. */
 #define GHOST_REPAIR(L, T) \
 	atomic { \
 		forked && (word[L] & LOCKED_MASK) == LOCKED_VAL && \
-		!LIVE_HOLDER(T) && GHOST_HOLDER -> \
-		word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_DEAD \
+		!LIVE_HOLDER(T) && !LIVE_TAKER(T) && GHOST_HOLDER -> \
+		if \
+		:: ghost[1] && HOLDS(1) -> entry[1] = false \
+		:: else -> entry[2] = false \
+		fi \
+	}; \
+	atomic { \
+		if \
+		:: (word[L] & LOCKED_MASK) == LOCKED_VAL -> \
+			word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_DEAD \
+		:: else \
+		fi \
 	}
 #define FK(x)            x
 #else
@@ -218,6 +237,7 @@ inline lock_call(L, T, ISH)
 #ifdef FORK
 	/* slowpath(): held_drain(), held_aa(), then wait_publish(). */
 	wf[T] = true;
+	role[T] = 0;
 #endif
 
 	/* slowpath() entry spins: while val == LOCKED_VAL, reload and CAS
@@ -265,6 +285,7 @@ PROGRESS_PENDING
 #endif
 	/* slowpath(): become the pending waiter (fetch_or, acquire); undo
 	 * with clear_pending() (a separate RMW) when others wait. */
+	FK(role[T] = 1);   /* set_role(ROLE_PENDING) */
 fetch_or:
 	atomic { val = word[L]; word[L] = word[L] | PENDING_VAL };
 	if
@@ -382,6 +403,7 @@ node_init:
 		fi
 	}
 
+	FK(role[T] = 2);   /* set_role(ROLE_QUEUED) */
 	/* Exchange the tail half-word (acq_rel). */
 xchg_tail:
 	atomic {
@@ -480,12 +502,13 @@ park:
 	fi;
 
 	/* We are the queue head: head_wait(). */
+	FK(role[T] = 3);   /* set_role(ROLE_HEAD) */
 head_wait:
 	do
 	/* No pending bit seen: CAS it in (a failed CAS reloads and retries:
 	 * merged with the load). */
 #ifndef MUTANT_HEAD_NO_PENDING
-	:: atomic { !hp && (word[L] & PENDING_MASK) == 0 -> word[L] = word[L] | PENDING_VAL; hp = true }
+	:: atomic { !hp && (word[L] & PENDING_MASK) == 0 -> FK(role[T] = 1); word[L] = word[L] | PENDING_VAL; hp = true }
 #else
 	:: atomic { !hp && (word[L] & LP_MASK) == 0 -> val = word[L] }; break
 #endif
@@ -616,6 +639,7 @@ nonode:
 	:: else
 	fi;
 #endif
+	FK(role[T] = 4);   /* set_role(ROLE_NONODE) */
 	do
 	/* Free, no pending: CAS it held (acquire). */
 	:: atomic {
@@ -633,6 +657,7 @@ nonode:
 	/* Held, no pending: CAS the pending bit in, then pending_take(). */
 	:: atomic {
 		(word[L] & PENDING_MASK) == 0 && !FREE_OR_DEAD(word[L]) ->
+		FK(role[T] = 1);
 		val = word[L]; word[L] = word[L] | PENDING_VAL
 	   };
 	   goto pending_take
