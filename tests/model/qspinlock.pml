@@ -239,6 +239,15 @@ inline lock_call(L, T, ISH)
 	wf[T] = true;
 	role[T] = 0;
 #endif
+#ifdef RQSPIN
+	/* slowpath(): a waiter that holds another lock runs pre_wait_check()
+	 * right after wait_publish(), before any spin; it may find a cycle
+	 * (a search, no word access) and fail unchanged. */
+	if
+	:: goto failed
+	:: skip
+	fi;
+#endif
 
 	/* slowpath() entry spins: while val == LOCKED_VAL, reload and CAS
 	 * 0 -> LOCKED_VAL when seen free, at most ENTRY_SPINS times (leaving
