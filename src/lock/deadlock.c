@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <stddef.h>
+#include <string.h>
 
 #include <rqspin/rqspinlock.h>
 
@@ -215,6 +216,40 @@ int deadlock_find(struct rqspin_thread *self, const void *lock, struct deadlock_
 	if (chain)
 		*chain = c1;
 	return len == 2 ? RQSPIN_EV_ABBA : RQSPIN_EV_CYCLE;
+}
+
+void failure_count(struct rqspin_thread *self, int event)
+{
+	struct thread_stats *st = &self->stats;
+
+	switch (event) {
+	case RQSPIN_EV_AA: stat_inc(&st->aa); break;
+	case RQSPIN_EV_ABBA: stat_inc(&st->abba); break;
+	case RQSPIN_EV_CYCLE: stat_inc(&st->cycle); break;
+	case RQSPIN_EV_NEST_FAIL: stat_inc(&st->nest_fail); break;
+	default: stat_inc(&st->timeout); break;
+	}
+}
+
+void failure_report_build(struct rqspin_report *rep, int event, int error, const void *lock,
+			  uint64_t waited_ns, const struct rqspin_thread *self,
+			  const struct deadlock_chain *chain)
+{
+	unsigned k;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->event = (enum rqspin_event)event;
+	rep->error = error;
+	rep->lock = lock;
+	rep->waited_ns = waited_ns;
+	rep->nthreads = 1;
+	if (event == RQSPIN_EV_ABBA || event == RQSPIN_EV_CYCLE) {
+		rep->nthreads = chain->n;
+		for (k = 0; k < chain->n; k++)
+			report_fill_thread(&rep->threads[k], chain->thread[k], chain->waits[k]);
+	} else {
+		report_fill_thread(&rep->threads[0], self, lock);
+	}
 }
 
 void report_fill_thread(struct rqspin_report_thread *out, const struct rqspin_thread *t,

@@ -63,6 +63,14 @@ const struct rqspin_thread *deadlock_live_taker(const struct rqspin_thread *self
 /* A thread that vanished in fork() and still holds lock, or NULL. */
 const struct rqspin_thread *deadlock_ghost_holder(const void *lock);
 
+/* A failed attempt of self on lock: count it by event (a thread_stats
+ * counter), and build its report: the chain a cycle search found (not a
+ * new walk: the other members may have backed out by now), else self. */
+void failure_count(struct rqspin_thread *self, int event);
+void failure_report_build(struct rqspin_report *rep, int event, int error, const void *lock,
+			  uint64_t waited_ns, const struct rqspin_thread *self,
+			  const struct deadlock_chain *chain);
+
 /* Copy t's identity and table into a report entry. */
 void report_fill_thread(struct rqspin_report_thread *out, const struct rqspin_thread *t,
 			const void *waits_for);

@@ -184,41 +184,23 @@ struct pwait {
 
 static __attribute__((noinline, cold)) void fail(struct pwait *w, int ret)
 {
-	struct thread_stats *st = &w->self->stats;
-
-	switch (w->event) {
-	case RQSPIN_EV_AA: stat_inc(&st->aa); break;
-	case RQSPIN_EV_ABBA: stat_inc(&st->abba); break;
-	case RQSPIN_EV_CYCLE: stat_inc(&st->cycle); break;
-	default: stat_inc(&st->timeout); break;
-	}
+	/* The failed attempt leaves the table before the report (a hook
+	 * that takes its time must not make us look like a holder). */
+	held_release_entry(w->self);
+	failure_count(w->self, w->event);
 	if (report_wanted()) {
-		struct rqspin_report rep = {
-			.event = (enum rqspin_event)w->event,
-			.error = ret,
-			.lock = w->lock,
-			.waited_ns = w->start ? arch_now_ns() - w->start : 0,
-			.nthreads = 1,
-		};
-		unsigned k;
+		struct rqspin_report rep;
 
-		if (w->event == RQSPIN_EV_ABBA || w->event == RQSPIN_EV_CYCLE) {
-			rep.nthreads = w->chain.n;
-			for (k = 0; k < w->chain.n; k++)
-				report_fill_thread(&rep.threads[k], w->chain.thread[k],
-						   w->chain.waits[k]);
-		} else {
-			report_fill_thread(&rep.threads[0], w->self, w->lock);
-			if (w->event == RQSPIN_EV_TIMEOUT && w->holder > 0) {
-				/* The holder may live in another process: only
-				 * its id is known. */
-				rep.nthreads = 2;
-				rep.threads[1].tid = w->holder;
-			}
+		failure_report_build(&rep, w->event, ret, w->lock,
+				     w->start ? arch_now_ns() - w->start : 0, w->self, &w->chain);
+		if (w->event == RQSPIN_EV_TIMEOUT && w->holder > 0) {
+			/* The holder may live in another process: only its
+			 * id is known. */
+			rep.nthreads = 2;
+			rep.threads[1].tid = w->holder;
 		}
 		report_emit(&rep);
 	}
-	held_release_entry(w->self);
 }
 
 static __attribute__((noinline, cold)) void report_owner_dead(struct pwait *w)

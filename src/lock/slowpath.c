@@ -545,24 +545,10 @@ static int head_wait(struct waiter *w)
 
 static __attribute__((noinline, cold)) void fail_report(struct waiter *w, int ret)
 {
-	struct rqspin_report rep = {
-		.event = (enum rqspin_event)w->event,
-		.error = ret,
-		.lock = w->lock,
-		.waited_ns = w->start ? arch_now_ns() - w->start : 0,
-		.nthreads = 1,
-	};
-	unsigned k;
+	struct rqspin_report rep;
 
-	/* The chain the detecting check found (not a new walk: the other
-	 * members may have backed out by now); their tables as they are. */
-	if (w->event == RQSPIN_EV_ABBA || w->event == RQSPIN_EV_CYCLE) {
-		rep.nthreads = w->chain.n;
-		for (k = 0; k < w->chain.n; k++)
-			report_fill_thread(&rep.threads[k], w->chain.thread[k], w->chain.waits[k]);
-	} else {
-		report_fill_thread(&rep.threads[0], w->self, w->lock);
-	}
+	failure_report_build(&rep, w->event, ret, w->lock, w->start ? arch_now_ns() - w->start : 0,
+			     w->self, &w->chain);
 	report_emit(&rep);
 }
 
@@ -598,15 +584,7 @@ static void fail_withdraw(struct waiter *w)
 
 static __attribute__((noinline, cold)) void fail_account(struct waiter *w, int ret)
 {
-	struct thread_stats *st = &w->self->stats;
-
-	switch (w->event) {
-	case RQSPIN_EV_AA: stat_inc(&st->aa); break;
-	case RQSPIN_EV_ABBA: stat_inc(&st->abba); break;
-	case RQSPIN_EV_CYCLE: stat_inc(&st->cycle); break;
-	case RQSPIN_EV_NEST_FAIL: stat_inc(&st->nest_fail); break;
-	default: stat_inc(&st->timeout); break;
-	}
+	failure_count(w->self, w->event);
 	if (report_wanted())
 		fail_report(w, ret);
 }
