@@ -155,6 +155,44 @@ static void test_ghost_waiters(int nwaiters, const char *name)
 	CHECK_EQ_U64(ru_word(&L), 0);
 }
 
+/* ---- 2b. the forking thread holds L, a vanished thread had its pending bit --- */
+
+/* In the child: release L (ours since before the fork); the word keeps the
+ * vanished waiter's pending bit. A program that only trylocks must not be
+ * locked out for good. */
+static int child_trylock_only(void)
+{
+	int ok = 0;
+
+	rqspin_unlock(&L);
+	for (int i = 0; i < 100; i++) {
+		if (rqspin_trylock(&L)) {
+			ok++;
+			rqspin_unlock(&L);
+		}
+	}
+	printf("  child: %d of 100 trylocks succeeded (word now %#x)\n", ok, ru_word(&L));
+	return ok == 100 && ru_word(&L) == 0 ? 0 : 1;
+}
+
+static void test_trylock_after_ghost_pending(void)
+{
+	struct ru_actor w[1];
+	pid_t pid;
+
+	rqspin_lock_init(&L);
+	RU_CHECK_RET(rqspin_lock(&L), 0);
+	start_waiters(w, 1);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+		_exit(child_trylock_only());
+	check_child("forker holds, ghost pending waiter, child only trylocks", pid);
+	rqspin_unlock(&L);
+	finish_waiters(w, 1);
+	CHECK_EQ_U64(ru_word(&L), 0);
+}
+
 /* ---- 3. fork in a handler that interrupted a queued wait ------------------- */
 
 static volatile pid_t forked_pid = -1; /* in the parent: the child; in the child: 0 */
@@ -253,6 +291,7 @@ int main(void)
 	RU_CHECK_RET(rqspin_set_default_timeout(T_NS), 0);
 	test_ghost_waiters(1, "ghost owner + ghost pending waiter");
 	test_ghost_waiters(4, "ghost owner + pending waiter + 3 queued");
+	test_trylock_after_ghost_pending();
 	test_fork_in_handler();
 	return ru_finish("rqspin_fork_ghost");
 }

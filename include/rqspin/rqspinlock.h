@@ -109,6 +109,9 @@ typedef struct rqspinlock {
 
 /* ABI for the inline functions below (the held entry is already pushed). */
 RQSPIN_API int rqspin__lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns);
+/* trylock found a pending bit: in a forked child it may be a vanished
+ * thread's, which nobody else would clear; true when it took the lock. */
+RQSPIN_API bool rqspin__trylock_pending(rqspinlock_t *lock, uint32_t val);
 /* Push when the table is full (cnt >= RQSPIN_NR_HELD). */
 RQSPIN_API void rqspin__held_push_full(struct rqspin__thread_hot *self, const void *lock);
 /* Drop the entry of a lock whose acquisition failed (trylock). */
@@ -292,7 +295,9 @@ RQSPIN_MUST_CHECK static inline bool rqspin_trylock(rqspinlock_t *lock)
 	/* acquire on success: pairs with the release in rqspin_unlock. */
 	if (__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
 					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED) ||
-	    ((val & RQSPIN__PSHARED_MARK) && rqspin__pshared_trylock(lock, val))) {
+	    ((val & RQSPIN__PSHARED_MARK) && rqspin__pshared_trylock(lock, val)) ||
+	    RQSPIN__UNLIKELY((val & RQSPIN__PENDING_VAL) && !(val & RQSPIN__PSHARED_MARK) &&
+			     rqspin__trylock_pending(lock, val))) {
 		RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY);
 		return true;
 	}

@@ -883,6 +883,33 @@ err_entry:
 	return ret;
 }
 
+bool rqspin__trylock_pending(rqspinlock_t *lock, uint32_t val)
+{
+	struct rqspin_thread *self;
+	lockword_t *l = &lock->w;
+	uint32_t free = 0;
+
+	/* Outside a forked child a pending bit is a live waiter's: fail, as
+	 * a trylock does on a contended lock. */
+	if (!registry_has_ghosts())
+		return false;
+	self = registry_self();
+	/* The child's repair of a vanished pending waiter (ghost_repair's
+	 * rule), so that a program that only ever trylocks is not locked
+	 * out for good. */
+	if (deadlock_waiter(self, l, SLOT_USED, ROLE_PENDING) ||
+	    !deadlock_waiter(NULL, l, SLOT_GHOST, ROLE_PENDING))
+		return false;
+	while ((val & RQSPIN__PENDING_MASK) &&
+	       !word_cas(l, &val, val & ~RQSPIN__PENDING_MASK, memory_order_relaxed))
+		;
+	/* acquire: pairs with the unlock's release store, as the fast path's
+	 * CAS. */
+	return atomic_compare_exchange_strong_explicit((_Atomic uint32_t *)&l->val, &free,
+						       RQSPIN__LOCKED_VAL, memory_order_acquire,
+						       memory_order_relaxed);
+}
+
 void rqspin__qspin_lock_slowpath(qspinlock_t *lock, uint32_t val)
 {
 	(void)slowpath(&lock->w, val, false, 0);
