@@ -42,7 +42,7 @@
  * deadlock detection only". When the budget runs out, the thread waited
  * for (the holder, or the pending waiter a queue head waits behind) is
  * looked up in the held tables and the kernel is asked about it
- * (/proc/self/task/TID/stat and its CPU-time clock):
+ * (/proc/TID/stat and its CPU-time clock):
  *   - blocked (asleep, e.g. in a system call or a futex), stopped or
  *     traced: -ETIMEDOUT now, i.e. within about [T, 1.1T] of waiting;
  *   - runnable or running: the wait goes on. A preempted owner (busy

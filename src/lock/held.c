@@ -147,6 +147,12 @@ void held_drain(struct rqspin_thread *self)
 	/* acquire: as in posted(). */
 	if (!atomic_load_explicit(&self->nposted, memory_order_acquire) || self->table_busy)
 		return;
+	/* Busy while we go: a handler that drained too, between our read of
+	 * a cell and our clearing it, could see its cell refilled by a new
+	 * post that we would then clear unconsumed. (A handler landing
+	 * before this store drains everything itself and returns.) */
+	self->table_busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
 	for (c = 0; c < RELEASED_CELLS; c++) {
 		const void *lock = atomic_load_explicit(&self->released[c], memory_order_relaxed);
 
@@ -169,6 +175,8 @@ void held_drain(struct rqspin_thread *self)
 		atomic_store_explicit(&self->released[c], NULL, memory_order_release);
 		atomic_fetch_sub_explicit(&self->nposted, 1, memory_order_relaxed);
 	}
+	atomic_signal_fence(memory_order_seq_cst);
+	self->table_busy = 0;
 	trim(self);
 }
 

@@ -21,7 +21,6 @@
  * costs its waiters little CPU and a release is noticed within ~1 ms.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <time.h>
@@ -34,6 +33,7 @@
 #include "lock/pshared.h"
 #include "lock/registry.h"
 #include "lock/report.h"
+#include "lock/stall.h"
 #include "lock/wait.h"
 
 #define NSEC_PER_MSEC 1000000ull
@@ -110,39 +110,6 @@ bool rqspin__pshared_trylock(rqspinlock_t *lock, uint32_t val)
 	return false;
 }
 
-/* "/proc/<tid>/stat" names a zombie ('Z') or a dead task ('X')? A killed
- * process stays a zombie until it is reaped, and kill() still finds it.
- * open/read/close only: async-signal-safe. No /proc: not dead. */
-static bool tid_is_zombie(pid_t tid)
-{
-	char path[32] = "/proc/", buf[160], digits[12];
-	int n = 0, len = 6, fd;
-	ssize_t got;
-	char *p;
-
-	do {
-		digits[n++] = (char)('0' + tid % 10);
-		tid /= 10;
-	} while (tid);
-	while (n)
-		path[len++] = digits[--n];
-	for (p = "/stat"; *p; p++)
-		path[len++] = *p;
-	path[len] = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	got = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (got <= 0)
-		return false;
-	buf[got] = 0;
-	/* "pid (comm) S ...": comm may hold anything, so take the last ')'. */
-	for (p = buf + got; p > buf && p[-1] != ')'; p--)
-		;
-	return p > buf && p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X');
-}
-
 /* Is the thread tid gone? ESRCH: no such task (in our PID namespace);
  * EPERM means it exists. The zombie check reads /proc, so the caller
  * asks for it only once the word has stood still for a while. */
@@ -154,8 +121,13 @@ static bool holder_dead(pid_t tid, bool check_zombie)
 	if (tid <= 0)
 		return false;
 	dead = kill(tid, 0) != 0 && errno == ESRCH;
-	if (!dead && check_zombie)
-		dead = tid_is_zombie(tid);
+	/* A killed process stays a zombie ('Z', then 'X') until it is
+	 * reaped, and kill() still finds it. */
+	if (!dead && check_zombie) {
+		char st = stall_thread_state(tid);
+
+		dead = st == 'Z' || st == 'X';
+	}
 	errno = e;
 	return dead;
 }

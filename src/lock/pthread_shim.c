@@ -183,8 +183,11 @@ static void put_thread(struct line *l, const struct rqspin_report_thread *t)
 	}
 	put_str(l, " (waits for ");
 	put_num(l, (uintptr_t)t->waits_for, 16);
-	/* The top entry is the attempt itself. */
-	for (i = 0; i + 1 < n; i++) {
+	/* A waiter's table ends with its attempt, unless it gave up already
+	 * (the reporter always has): show holds only. */
+	if (n && t->held[n - 1] == t->waits_for)
+		n--;
+	for (i = 0; i < n; i++) {
 		put_str(l, shown++ ? " " : ", holds ");
 		put_num(l, (uintptr_t)t->held[i], 16);
 	}

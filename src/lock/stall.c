@@ -6,11 +6,12 @@
 
 #include "lock/stall.h"
 
-/* "/proc/self/task/" + decimal tid + "/stat", without snprintf (not
- * async-signal-safe). */
+/* "/proc/" + decimal tid + "/stat", without snprintf (not
+ * async-signal-safe). /proc/<tid> exists for every thread of the PID
+ * namespace, ours and other processes' alike. */
 static void stat_path(char *buf, pid_t tid)
 {
-	static const char head[] = "/proc/self/task/";
+	static const char head[] = "/proc/";
 	static const char tail[] = "/stat";
 	char digits[12];
 	unsigned n = 0, i, len = 0;

@@ -20,9 +20,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Scheduling state letter of thread tid of this process from
- * /proc/self/task/<tid>/stat ('R', 'S', 'D', 'T', ...), or 0 when it
- * cannot be read. Async-signal-safe; keeps errno. */
+/* Scheduling state letter of thread tid (of any process in our PID
+ * namespace) from /proc/<tid>/stat ('R', 'S', 'D', 'T', 'Z', ...), or 0
+ * when it cannot be read. Async-signal-safe; keeps errno. */
 char stall_thread_state(pid_t tid);
 
 /* CPU time thread tid of this process has used, in ns, or UINT64_MAX.
