@@ -31,15 +31,8 @@
 #include <rqspin/alloc.h>
 #include <rqspin/storage.h>
 
+#include "storage_util.h"
 #include "test_util.h"
-
-#ifdef TU_TSAN
-const char *__tsan_default_suppressions(void);
-const char *__tsan_default_suppressions(void)
-{
-	return "called_from_lib:liburcu-bp.so\ncalled_from_lib:liburcu-common.so\n";
-}
-#endif
 
 #define NTHREADS 2
 #define NOWN 6
@@ -455,16 +448,6 @@ static void *worker_main(void *arg)
 	for (int o = 0; o < NOWN; o++)
 		rqspin_storage_owner_destroy(&w->own[o]);
 	return NULL;
-}
-
-static uint64_t live_bytes(void)
-{
-	struct rqspin_alloc_stats s;
-
-	rqspin_storage_barrier();
-	rqspin_alloc_trim();
-	rqspin_alloc_stats_get(&s);
-	return s.small_bytes + s.large_bytes;
 }
 
 int main(void)

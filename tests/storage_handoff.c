@@ -29,25 +29,8 @@
 #include <rqspin/storage.h>
 
 #include "storage/internal.h"
+#include "storage_util.h"
 #include "test_util.h"
-
-#ifdef TU_TSAN
-const char *__tsan_default_suppressions(void);
-const char *__tsan_default_suppressions(void)
-{
-	return "called_from_lib:liburcu-bp.so\ncalled_from_lib:liburcu-common.so\n";
-}
-#endif
-
-static uint64_t live_bytes(void)
-{
-	struct rqspin_alloc_stats s;
-
-	rqspin_storage_barrier();
-	rqspin_alloc_trim();
-	rqspin_alloc_stats_get(&s);
-	return s.small_bytes + s.large_bytes;
-}
 
 static struct st_local *local_of(struct rqspin_storage_owner *o)
 {
