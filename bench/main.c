@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "lock_bench.h"
+#include "shim/shim_bench.h"
 #include "suite.h"
 
 int alloc_bench_main(int argc, char **argv);   /* bench/alloc */
@@ -31,6 +32,8 @@ static const struct subcmd subcmds[] = {
 	  deadlock_main },
 	{ "alloc", "rqspin_malloc_nolock vs glibc, jemalloc, mimalloc", alloc_bench_main },
 	{ "storage", "object-local storage vs a hash table keyed by owner", storage_bench_main },
+	{ "shim", "pthread_spin_* through librqspin-pthread.so vs glibc, idle and busy",
+	  shim_bench_main },
 };
 #define NSUBCMDS (sizeof(subcmds) / sizeof(subcmds[0]))
 

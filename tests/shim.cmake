@@ -3,6 +3,12 @@
 rqspin_add_test(NAME shim_pshared_api SOURCES shim_pshared_api.c
   TIMEOUT 90 LABELS rqspin unit)
 
+# Barging through the shim's own code linked into the test (so that the
+# sanitizer builds check it too).
+rqspin_add_test(NAME shim_barging SOURCES shim_barging.c ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c
+  TIMEOUT 120 LABELS rqspin stress)
+target_include_directories(shim_barging PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
 # The pthread_spin_* preload shim, the exported symbols, and a downstream
 # project built against the installed tree. Sanitizer builds skip these:
 # preloading into, or linking a plain program against, an instrumented
@@ -36,7 +42,7 @@ add_executable(shim_conform shim_conform.c)
 target_compile_definitions(shim_conform PRIVATE _GNU_SOURCE)
 target_link_libraries(shim_conform PRIVATE Threads::Threads)
 set(shim_preload "LD_PRELOAD=$<TARGET_FILE:rqspin-pthread>")
-foreach(mode posix fork private-in-shared killed pshared-stall relock-wait abba-wait relock-error relock-abort cross-unlock)
+foreach(mode posix fork private-in-shared killed pshared-stall relock-wait abba-wait relock-error relock-abort cross-unlock handoff)
   string(REPLACE "-" "_" name "shim_${mode}")
   if(mode STREQUAL "cross-unlock")
     set(name shim_cross_unlock)

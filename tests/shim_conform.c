@@ -26,6 +26,11 @@
  *   shim_conform cross-unlock one thread locks, another unlocks; the
  *                             first then locks it again under contention
  *                             and must not see EDEADLK (run with =error)
+ *   shim_conform handoff      bounded barging: a waiter that has waited
+ *                             its bound asks for the hand-off (bit 9 of
+ *                             the word, librqspin-pthread(7)); from the
+ *                             next release on, neither trylock nor lock
+ *                             of another thread may take the lock first
  *
  * Exit status 0 on success; every wait is bounded by alarm().
  */
@@ -478,6 +483,47 @@ static int test_cross_unlock(void)
 	return 0;
 }
 
+/* ---- bounded barging ---- */
+
+static pthread_spinlock_t lh;
+static int next_got; /* the waiter next in line has the lock */
+
+static void *next_in_line(void *arg)
+{
+	(void)arg;
+	CHECK(pthread_spin_lock(&lh) == 0);
+	__atomic_store_n(&next_got, 1, __ATOMIC_RELEASE);
+	wait_phase(1); /* hold it until the main thread has tried */
+	CHECK(pthread_spin_unlock(&lh) == 0);
+	return NULL;
+}
+
+static int test_handoff(void)
+{
+	pthread_t t;
+
+	CHECK(pthread_spin_init(&lh, PTHREAD_PROCESS_PRIVATE) == 0);
+	CHECK(pthread_spin_lock(&lh) == 0);
+	CHECK(pthread_create(&t, NULL, next_in_line, NULL) == 0);
+	/* Held by us, so the other thread waits; once it has waited its
+	 * bound it asks for the hand-off (bounded by alarm()). */
+	while (!(__atomic_load_n((volatile int *)&lh, __ATOMIC_RELAXED) & (1 << 9)))
+		sleep_ms(1);
+	CHECK(pthread_spin_unlock(&lh) == 0);
+	/* Free, but promised: a barging trylock or lock would take it now. */
+	CHECK(pthread_spin_trylock(&lh) == EBUSY);
+	set_phase(1);
+	CHECK(pthread_spin_lock(&lh) == 0);
+	CHECK(__atomic_load_n(&next_got, __ATOMIC_ACQUIRE) == 1);
+	CHECK(pthread_spin_unlock(&lh) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	/* The hand-off left the word clean: uncontended calls work. */
+	CHECK(pthread_spin_trylock(&lh) == 0);
+	CHECK(pthread_spin_unlock(&lh) == 0);
+	CHECK(pthread_spin_destroy(&lh) == 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -503,7 +549,9 @@ int main(int argc, char **argv)
 		return test_relock_abort();
 	if (!strcmp(m, "cross-unlock"))
 		return test_cross_unlock();
+	if (!strcmp(m, "handoff"))
+		return test_handoff();
 	dprintf(2, "usage: %s posix|fork|private-in-shared|killed|pshared-stall|relock-wait|abba-wait|relock-error|"
-		   "relock-abort|cross-unlock\n", argv[0]);
+		   "relock-abort|cross-unlock|handoff\n", argv[0]);
 	return 2;
 }

@@ -55,6 +55,8 @@ extern "C" {
  * The lock word, kernel layout (32 bits, zero = unlocked):
  *   bits  0- 7  locked byte (1 = held; see RQSPIN__LOCKED_* for others)
  *   bit   8     pending: one waiter spins here before the queue
+ *   bit   9     hand-off: the pending waiter asks running threads to stop
+ *                 taking the lock ahead of it (barging; pthread_spin shim)
  *   bits 16-17  tail index: nesting level of the MCS node of the last waiter
  *   bits 18-31  tail slot + 1: thread slot of the last waiter (0 = no queue)
  */
@@ -77,6 +79,7 @@ union rqspin__word {
 #define RQSPIN__LOCKED_MASK 0xffu
 #define RQSPIN__PENDING_VAL (1u << 8)
 #define RQSPIN__PENDING_MASK 0xff00u
+#define RQSPIN__HANDOFF_VAL (1u << 9)
 #define RQSPIN__LOCKED_PENDING_MASK 0xffffu
 #define RQSPIN__TAIL_IDX_OFFSET 16
 #define RQSPIN__TAIL_IDX_BITS 2

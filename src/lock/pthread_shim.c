@@ -50,6 +50,8 @@
 #include <rqspin/lock_diag.h>
 #include <rqspin/rqspinlock.h>
 
+#include "lock/barging.h"
+
 #define SHIM_API __attribute__((visibility("default")))
 
 _Static_assert(sizeof(pthread_spinlock_t) == sizeof(rqspinlock_t), "same size");
@@ -273,7 +275,10 @@ static void sleep_ns(uint64_t ns)
 /* Trylock rounds between two full attempts last this many timeouts. */
 #define POLL_TIMEOUTS 4u
 
-/* A failed rqspin_lock: apply the policy; under "wait", keep waiting
+static bool shim_trylock(rqspinlock_t *lock);
+static int shim_lock_raw(rqspinlock_t *lock);
+
+/* A failed shim_lock: apply the policy; under "wait", keep waiting
  * without burning a CPU. The report was written by the hook. */
 static __attribute__((noinline, cold)) int lock_failed(rqspinlock_t *l, int ret)
 {
@@ -302,12 +307,14 @@ static __attribute__((noinline, cold)) int lock_failed(rqspinlock_t *l, int ret)
 		 * through rqspin_lock: poll with trylock, sleeping. */
 		until = now_ns() + POLL_TIMEOUTS * rqspin_get_default_timeout();
 		do {
-			if (rqspin_trylock(l))
+			if (shim_trylock(l))
 				return 0;
 			sleep_ns(pause);
 			pause = pause * 2 < BACKOFF_MAX_NS ? pause * 2 : BACKOFF_MAX_NS;
 		} while (now_ns() < until);
-		ret = rqspin_lock(l);
+		/* Never rqspin_lock on a word bargers use: its pending
+		 * waiter's plain store assumes nobody barges. */
+		ret = shim_lock_raw(l);
 	}
 }
 
@@ -378,22 +385,152 @@ SHIM_API int pthread_spin_destroy(pthread_spinlock_t *lock)
 	return rqspin_is_locked(as_rqspin(lock)) ? EBUSY : 0;
 }
 
-SHIM_API int pthread_spin_lock(pthread_spinlock_t *lock)
+/*
+ * pthread_spin_lock is rqspin_lock with barging (slowpath.c, "Barging"): a
+ * free lock is taken even while a waiter holds the pending bit, unless that
+ * waiter has asked for the hand-off, as glibc's test-and-set lock lets the
+ * releasing thread take the lock straight back; the pending waiter's
+ * bounded wait keeps every thread progressing. Otherwise it is rqspin_lock
+ * itself: the held entry before the CAS, the TSan annotations, the same
+ * slow path. Everything that is not the uncontended case is a tail call:
+ * the fast path then needs no stack frame, and every store before the
+ * locked instruction (which waits for all of them) costs.
+ */
+static __attribute__((noinline)) int shim_lock_contended(rqspinlock_t *lock, uint32_t val)
 {
-	int ret = rqspin_lock(as_rqspin(lock));
+	int ret = rqspin__lock_slowpath_barging(lock, val, RQSPIN_TIMEOUT_DEFAULT);
 
+	RQSPIN__TSAN_POST_LOCK(lock, (ret == 0 || ret == -EOWNERDEAD) ? RQSPIN__TSAN_TRY
+								      : RQSPIN__TSAN_TRY_FAILED);
 	if (RQSPIN__LIKELY(ret == 0))
 		return 0;
-	return lock_failed(as_rqspin(lock), ret);
+	return lock_failed(lock, ret);
+}
+
+/* A whole lock call with rqspin_lock's returns (no policy): for the
+ * first call of a thread, a full table, and lock_failed's retries. */
+static int shim_lock_raw(rqspinlock_t *lock)
+{
+	struct rqspin__thread_hot *self = rqspin__self();
+	uint32_t val = 0;
+	int ret = 0;
+
+	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
+	rqspin__held_push(self, lock);
+	/* acquire on success: as in shim_lock. */
+	if (!__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) &&
+	    ((val & RQSPIN__BARGE_KEEP_OUT) ||
+	     !__atomic_compare_exchange_n(&lock->w.val, &val, val | RQSPIN__LOCKED_VAL, 0,
+					  __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+		ret = rqspin__lock_slowpath_barging(lock, val, RQSPIN_TIMEOUT_DEFAULT);
+	RQSPIN__TSAN_POST_LOCK(lock, (ret == 0 || ret == -EOWNERDEAD) ? RQSPIN__TSAN_TRY
+								      : RQSPIN__TSAN_TRY_FAILED);
+	return ret;
+}
+
+static __attribute__((noinline)) int shim_lock_cold(rqspinlock_t *lock)
+{
+	int ret = shim_lock_raw(lock);
+
+	return ret == 0 ? 0 : lock_failed(lock, ret);
+}
+
+/* 0 or an error for pthread_spin_lock (after the policy). */
+static inline __attribute__((always_inline)) int shim_lock(rqspinlock_t *lock)
+{
+	struct rqspin__thread_hot *self = rqspin__tls_self;
+	uint32_t cnt, val = 0;
+
+	if (RQSPIN__UNLIKELY(!self))
+		return shim_lock_cold(lock);
+	cnt = __atomic_load_n(&self->held.cnt, __ATOMIC_RELAXED);
+	if (RQSPIN__UNLIKELY(cnt >= RQSPIN_NR_HELD))
+		return shim_lock_cold(lock);
+	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
+	/* rqspin__held_push, inline (see there for the orders). */
+	__atomic_store_n(&self->held.cnt, cnt + 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&self->held.locks[cnt], lock, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	/* acquire on success (both CASes): pairs with the release in
+	 * rqspin_unlock. The second keeps the waiters' bits in val. */
+	if (RQSPIN__LIKELY(__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
+						       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) ||
+	    (!(val & RQSPIN__BARGE_KEEP_OUT) &&
+	     __atomic_compare_exchange_n(&lock->w.val, &val, val | RQSPIN__LOCKED_VAL, 0,
+					 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))) {
+		RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY);
+		return 0;
+	}
+	return shim_lock_contended(lock, val);
+}
+
+SHIM_API int pthread_spin_lock(pthread_spinlock_t *lock)
+{
+	return shim_lock(as_rqspin(lock));
+}
+
+/* rqspin_trylock, or when the lock is free but has waiters that have not
+ * asked for the hand-off, a barge (glibc's trylock succeeds whenever the
+ * lock is free). */
+static bool shim_trylock(rqspinlock_t *lock)
+{
+	struct rqspin__thread_hot *self;
+	uint32_t val;
+
+	if (rqspin_trylock(lock))
+		return true;
+	val = __atomic_load_n(&lock->w.val, __ATOMIC_RELAXED);
+	if (val & RQSPIN__BARGE_KEEP_OUT)
+		return false;
+	self = rqspin__self();
+	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
+	rqspin__held_push(self, lock);
+	/* acquire: pairs with the release in rqspin_unlock. */
+	if (__atomic_compare_exchange_n(&lock->w.val, &val, val | RQSPIN__LOCKED_VAL, 0,
+					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY);
+		return true;
+	}
+	if (!rqspin__held_pop_top(self, lock))
+		rqspin__held_pop_slow(self, lock);
+	RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY_FAILED);
+	return false;
 }
 
 SHIM_API int pthread_spin_trylock(pthread_spinlock_t *lock)
 {
-	return rqspin_trylock(as_rqspin(lock)) ? 0 : EBUSY;
+	return shim_trylock(as_rqspin(lock)) ? 0 : EBUSY;
 }
 
+static __attribute__((noinline)) int shim_unlock_slow(rqspinlock_t *lock)
+{
+	rqspin_unlock(lock);
+	return 0;
+}
+
+/* rqspin_unlock; anything but a lock on top of the table is a tail call,
+ * as in pthread_spin_lock. */
 SHIM_API int pthread_spin_unlock(pthread_spinlock_t *lock)
 {
-	rqspin_unlock(as_rqspin(lock));
+	struct rqspin__thread_hot *self = rqspin__tls_self;
+	rqspinlock_t *l = as_rqspin(lock);
+	uint32_t cnt;
+
+	if (RQSPIN__UNLIKELY(!self))
+		return shim_unlock_slow(l);
+	cnt = __atomic_load_n(&self->held.cnt, __ATOMIC_RELAXED);
+	if (RQSPIN__UNLIKELY(cnt - 1 >= RQSPIN_NR_HELD ||
+			     __atomic_load_n(&self->held.locks[cnt - 1], __ATOMIC_RELAXED) != l))
+		return shim_unlock_slow(l);
+	RQSPIN__TSAN_PRE_UNLOCK(l);
+	/* rqspin_unlock's fast path (see there for the orders). */
+	__atomic_store_n(&l->w.b.locked, 0, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&self->held.locks[cnt - 1], (const void *)0, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&self->held.cnt, cnt - 1, __ATOMIC_RELAXED);
+	RQSPIN__TSAN_POST_UNLOCK(l);
 	return 0;
 }
