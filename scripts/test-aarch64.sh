@@ -16,8 +16,8 @@
 #
 # qemu's -L / makes the guest load /lib/ld-linux-aarch64.so.1 and the
 # multiarch libraries (/usr/lib/aarch64-linux-gnu). With the cross
-# toolchain's tree (-L /usr/aarch64-linux-gnu) instead, every new thread and
-# fork child hangs in qemu 7.2.
+# toolchain's tree (-L /usr/aarch64-linux-gnu) instead, a test that starts
+# threads hangs in qemu 7.2 (qspin_cross_unlock: still running after 30 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-${BUILD_ROOT:-build-test}/aarch64-qemu}
@@ -29,7 +29,9 @@ command -v qemu-aarch64 >/dev/null || { echo "test-aarch64: qemu-aarch64 missing
 
 echo "=== aarch64 cross build with tests ===" >&2
 # The emulator line goes in front of every test executable: CTest runs
-# them through qemu; RQSPIN_TEST_EMULATOR tells the tests so.
+# them through qemu; RQSPIN_TEST_EMULATOR tells the tests so. The CPU is
+# not on that line but in QEMU_CPU (qemu-user reads it), set per run below,
+# so that one build serves both CPUs.
 cmake --no-warn-unused-cli -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRQSPIN_BUILD_BENCH=OFF -DRQSPIN_BUILD_EXAMPLES=OFF \
   "-DCMAKE_CROSSCOMPILING_EMULATOR=env;RQSPIN_TEST_EMULATOR=qemu-aarch64;qemu-aarch64;-L;/" >/dev/null
