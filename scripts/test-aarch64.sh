@@ -48,10 +48,17 @@ while IFS='|' read -r name why; do
 done <tests/qemu_skip.txt
 exclude=$(IFS='|'; echo "${skip[*]}")
 
+# Both CPUs run even when the first fails: which of them fails says
+# something (LSE or LL/SC).
+failed=()
 for cpu in max cortex-a57; do
   lse=1
   [ "$cpu" = max ] || lse=0
   echo "=== aarch64 tests under qemu -cpu $cpu ($([ $lse = 1 ] && echo LSE || echo LL/SC) atomics, slowdown $RQSPIN_TEST_SLOWDOWN) ===" >&2
   QEMU_CPU=$cpu RQSPIN_TEST_EXPECT_LSE=$lse \
-    ctest --test-dir "$build" --output-on-failure -j"$jobs" -E "$exclude"
+    ctest --test-dir "$build" --output-on-failure -j"$jobs" -E "$exclude" || failed+=("$cpu")
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "test-aarch64: tests failed under qemu -cpu ${failed[*]}" >&2
+  exit 1
+fi
