@@ -14,6 +14,10 @@
 # runs are slower: RQSPIN_TEST_SLOWDOWN (default 10, see tests/test_util.h)
 # divides the tests' iteration counts and stretches their hang guards.
 #
+# The shim tests print "ld.so: object ... from LD_PRELOAD cannot be
+# preloaded": that is the host's loader starting qemu itself (an x86-64
+# program) with the test's LD_PRELOAD; the guest's loader does preload it.
+#
 # qemu's -L / makes the guest load /lib/ld-linux-aarch64.so.1 and the
 # multiarch libraries (/usr/lib/aarch64-linux-gnu). With the cross
 # toolchain's tree (-L /usr/aarch64-linux-gnu) instead, a test that starts
