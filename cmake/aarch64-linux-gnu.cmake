@@ -3,6 +3,9 @@
 set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
+# g++-aarch64-linux-gnu: the C++ header check. Naming it here also keeps
+# check_language(CXX) from picking the build machine's c++.
+set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 
 # Where target libraries are found: the cross toolchain's own tree, and
 # Debian multiarch. An arm64 package installed beside the build machine's

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: install dependencies, then build and
 # run CTest in a normal build and in ThreadSanitizer, AddressSanitizer and
-# UndefinedBehaviorSanitizer builds, and cross-compile the library for
-# aarch64. Build trees go to ./build-test/ (override: BUILD_ROOT).
+# UndefinedBehaviorSanitizer builds, cross-compile the library for aarch64
+# and run its tests there under qemu-user. Build trees go to ./build-test/
+# (override: BUILD_ROOT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -32,6 +33,9 @@ cmake -S . -B "$root/aarch64" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cma
 cmake --build "$root/aarch64" -j"$jobs"
 readelf -h "$root/aarch64/librqspin.so" | grep -q "AArch64"
 echo "aarch64: librqspin builds" >&2
+# The tests on aarch64: cross-built, run under qemu-user on an LSE and an
+# LL/SC core (scripts/test-aarch64.sh, tests/qemu_skip.txt).
+bash scripts/test-aarch64.sh "$root/aarch64-qemu"
 
 echo "=== Debian packages (cpack -G DEB) ===" >&2
 # Build librqspin0 and librqspin-dev from the normal build, install them,

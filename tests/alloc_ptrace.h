@@ -105,7 +105,9 @@ static bool step_getregs(pid_t tid, uintptr_t *pc, uintptr_t *sp, bool set, uint
 		return ptrace(PTRACE_SETREGS, tid, NULL, &r) == 0;
 	}
 #elif defined(__aarch64__)
-	struct user_pt_regs r;
+	/* glibc's <sys/user.h> name for the kernel's user_pt_regs (the
+	 * NT_PRSTATUS layout); the kernel's name is in <asm/ptrace.h> only. */
+	struct user_regs_struct r;
 	struct iovec io = { &r, sizeof(r) };
 
 	if (ptrace(PTRACE_GETREGSET, tid, (void *)(uintptr_t)NT_PRSTATUS, &io) != 0)

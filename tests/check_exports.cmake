@@ -60,8 +60,10 @@ if(LIB AND SYMVER)
   string(REPLACE "\n" ";" lines "${out}")
   set(n 0)
   foreach(line ${lines})
-    # "<addr> <flags> <section> <size> <version> <name>", defined ones only.
-    if(NOT line MATCHES "^[0-9a-f]+ " OR line MATCHES "\\*UND\\*")
+    # "<addr> <flags> <section> <size> <version> <name>", defined global
+    # ones only: the aarch64 linker also puts local section symbols (.init,
+    # .data; flags "l    d") in the dynamic table, which nothing imports.
+    if(NOT line MATCHES "^[0-9a-f]+ " OR line MATCHES "\\*UND\\*" OR line MATCHES "^[0-9a-f]+ l ")
       continue()
     endif()
     string(REGEX MATCH "([^ ]+) +([^ ]+)$" _m "${line}")

@@ -151,8 +151,10 @@ static void in_handler(unsigned rounds, unsigned long *interrupted_ok)
 	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
 	CHECK(timer_create(CLOCK_MONOTONIC, &sev, &timer) == 0);
 	memset(&its, 0, sizeof(its));
-	its.it_value.tv_nsec = 20000;
-	its.it_interval.tv_nsec = 13000;
+	/* Scaled with the slowdown: under an emulator a delivery takes
+	 * longer than 13 us, and the interrupted code would never run. */
+	its.it_value.tv_nsec = 20000 * (long)TU_SLOWDOWN;
+	its.it_interval.tv_nsec = 13000 * (long)TU_SLOWDOWN;
 	CHECK(timer_settime(timer, 0, &its, NULL) == 0);
 	for (unsigned k = 0; k < rounds; k++) {
 		unsigned n = 0;

@@ -37,13 +37,62 @@
 #endif
 
 #ifdef TU_TSAN
-#define TU_SLOWDOWN 10u
+#define TU_SANITIZER_SLOWDOWN 10u
 #else
-#define TU_SLOWDOWN 1u
+#define TU_SANITIZER_SLOWDOWN 1u
 #endif
 
-/* An iteration count scaled down under TSan (which is ~10x slower); >= 1. */
+/*
+ * How many times slower than natively the tests run: 10 under TSan, times
+ * RQSPIN_TEST_SLOWDOWN from the environment (an integer >= 1; the aarch64
+ * runs under qemu-user set it, see scripts/test-aarch64.sh). Iteration
+ * counts are divided by it and hang guards and lock timeouts multiplied:
+ * an emulated run does less work with the same checks, it is not skipped.
+ *
+ * Read once, before main (a constructor), so that signal handlers only
+ * load the cached value: async-signal-safe after start-up.
+ */
+static _Atomic unsigned tu_env_slowdown_ = 1;
+
+__attribute__((constructor)) static void tu_read_slowdown_(void)
+{
+	const char *v = getenv("RQSPIN_TEST_SLOWDOWN");
+	char *end;
+	unsigned long n;
+
+	if (!v || !*v)
+		return;
+	n = strtoul(v, &end, 10);
+	if (*end != '\0' || n < 1 || n > 1000) {
+		fprintf(stderr, "RQSPIN_TEST_SLOWDOWN=%s: want an integer in 1..1000\n", v);
+		exit(2);
+	}
+	atomic_store_explicit(&tu_env_slowdown_, (unsigned)n, memory_order_relaxed);
+}
+
+static inline unsigned tu_slowdown(void)
+{
+	/* Relaxed: written once by the constructor, before any thread. */
+	return TU_SANITIZER_SLOWDOWN * atomic_load_explicit(&tu_env_slowdown_, memory_order_relaxed);
+}
+
+#define TU_SLOWDOWN tu_slowdown()
+
+/* An iteration count scaled down by TU_SLOWDOWN; >= 1. */
 #define TU_ITERS(n) ((n) / TU_SLOWDOWN > 0 ? (n) / TU_SLOWDOWN : 1)
+
+/*
+ * True when the test runs under a user-mode emulator (RQSPIN_TEST_EMULATOR
+ * names it, e.g. qemu-aarch64): process-wide figures such as the RSS then
+ * include the emulator's own memory (translated code, per-thread CPU
+ * state), so checks on them are left to the allocator's own counters.
+ */
+static inline bool tu_emulated(void)
+{
+	const char *v = getenv("RQSPIN_TEST_EMULATOR");
+
+	return v && *v;
+}
 
 /* ---- failure reporting (async-signal-safe) ------------------------------ */
 
