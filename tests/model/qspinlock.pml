@@ -36,7 +36,14 @@
  *                                      (default 1)
  *   -DTRYLOCK                          (FORK) the child thread's first
  *                                      call is rqspin_trylock(), retried
- *                                      until it succeeds
+ *                                      until it succeeds (or, with a
+ *                                      second call, given up for that
+ *                                      rqspin_lock())
+ *   -DFAILERS=<n>                      (rqspin) only threads 0..n-1 may
+ *                                      fail (default all)
+ *   -DFIX_GHOST_ATTEMPT                (FORK) the fix proposed for a
+ *                                      ghost that took the lock before
+ *                                      wait_unpublish() (README.md)
  *   -DSPUR=<n>                         spurious wake-ups per lock call
  *   -DMUTANT_<name>                    a known-bad variant (mutants.txt)
  *
@@ -104,6 +111,7 @@
 #define MCS_GO     1
 #define MCS_ABORT  2
 #define MCS_PARKED 3
+#define GHOST_GO   4   /* model only: mcs_wait's MCS_GO behind a ghost */
 
 /* Slow-path results. */
 #define OK         0
@@ -236,19 +244,30 @@ bool gtimed[NN];        /* the node's timed park returned behind a ghost */
 #define FORK_HEADS       nheads[0] = 0
 #define ONE_HEAD(L)      (nheads[L] == 1)
 #endif
-/* PATIENT: waits in the child never fail (wait_step() and the deadlock
- * search give no error), so every live waiter must leave by acquiring. */
+/* PATIENT: waits in the child never fail (wait_step() gives no error),
+ * so every live waiter must leave by acquiring. */
 #ifdef PATIENT
-#define MAYFAIL          (!forked)
+#define NOT_PATIENT      (!forked)
 #else
-#define MAYFAIL          true
+#define NOT_PATIENT      true
 #endif
+/* No thread holds two locks here: pre_wait_check() and the deadlock
+ * search never fail (tok.holding is false); only timeouts remain. */
+#define MAY_DEADLOCK(T)  false
 #define FK(x)            x
 #else
 #define FK(x)            skip
-#define MAYFAIL          true
+#define NOT_PATIENT      true
+#define MAY_DEADLOCK(T)  MAYFAIL(T)
 #define ONE_HEAD(L)      (nheads[L] == 1)
 #endif
+/* Which waits may fail (rqspin): FAILERS=n lets only threads 0..n-1
+ * (and their handlers) fail; a size choice, like ROUNDS. */
+#ifndef FAILERS
+#define FAILERS          NTH
+#endif
+#define MAYFAIL(T)       ((T) < FAILERS && NOT_PATIENT)
+
 /* wait_next()'s NULL: no successor node. */
 #define NONE             255
 
@@ -374,7 +393,7 @@ inline lock_call(L, T, ISH)
 	 * right after wait_publish(), before any spin; it may find a cycle
 	 * (a search, no word access) and fail unchanged. */
 	if
-	:: MAYFAIL -> goto failed
+	:: MAY_DEADLOCK(T) -> goto failed
 	:: skip
 	fi;
 #endif
@@ -418,7 +437,7 @@ PROGRESS_PENDING
 	/* pre_wait_check() may find a cycle before the first wait (a
 	 * search; no word access): fail unchanged. */
 	if
-	:: MAYFAIL -> goto failed
+	:: MAY_DEADLOCK(T) -> goto failed
 	:: skip
 	fi;
 #endif
@@ -451,7 +470,7 @@ pending_take:
 #ifdef RQSPIN
 		/* wait_step() fails after a load that saw the lock held;
 		 * clear_pending(), a separate fetch_and. */
-		:: MAYFAIL && !FREE_OR_DEAD(word[L]) ->
+		:: MAYFAIL(T) && !FREE_OR_DEAD(word[L]) ->
 #ifndef MUTANT_TIMEOUT_KEEPS_PENDING
 			word[L] = word[L] & ~PENDING_MASK;
 #endif
@@ -481,7 +500,7 @@ queue:
 	/* pre_wait_check(), when the pending path did not run it, may fail
 	 * before queueing (no word access). */
 	if
-	:: MAYFAIL -> goto failed
+	:: MAY_DEADLOCK(T) -> goto failed
 	:: skip
 	fi;
 #endif
@@ -622,8 +641,10 @@ park:
 			/* mcs_wait(): still MCS_PARKED and the predecessor's
 			 * slot is a ghost (a child forked from a handler that
 			 * interrupted this very wait): no hand-off will come,
-			 * return MCS_GO. */
-			:: v == MCS_PARKED && ghost[prev / 2] -> v = MCS_GO
+			 * return MCS_GO. (The value was loaded before the check:
+			 * an ABORT the predecessor wrote just before it vanished
+			 * is not seen, see README.md.) */
+			:: v == MCS_PARKED && ghost[prev / 2] -> v = GHOST_GO
 			:: v == MCS_PARKED && !ghost[prev / 2] -> goto park
 #else
 			:: v == MCS_PARKED -> goto park
@@ -644,6 +665,7 @@ park:
 		atomic {
 			if
 			:: v == MCS_ABORT -> assert(drain[me]); ret = ETIMEDOUT
+			:: v == GHOST_GO -> nheads[L]++; ishead = true; assert(ONE_HEAD(L))
 			:: else -> assert(!drain[me]); nheads[L]++; ishead = true; assert(ONE_HEAD(L))
 			fi;
 			/* ghosts back to their resting values */
@@ -684,15 +706,17 @@ head_wait:
 #ifdef RQSPIN
 	/* wait_step() fails (timeout, or a deadlock a search found) after a
 	 * load that saw someone else's pending bit, or the lock held. */
-	:: MAYFAIL && !hp && (word[L] & PENDING_MASK) != 0 -> ret = ETIMEDOUT; goto head_err
-	:: MAYFAIL && !hp && (word[L] & PENDING_MASK) != 0 -> ret = EDEADLK; goto head_err
-	:: MAYFAIL && hp && !FREE_OR_DEAD(word[L]) -> ret = ETIMEDOUT; goto head_err
-	:: MAYFAIL && hp && !FREE_OR_DEAD(word[L]) -> ret = EDEADLK; goto head_err
+	:: MAYFAIL(T) && !hp && (word[L] & PENDING_MASK) != 0 -> ret = ETIMEDOUT; goto head_err
+	:: MAY_DEADLOCK(T) && !hp && (word[L] & PENDING_MASK) != 0 -> ret = EDEADLK; goto head_err
+	:: MAYFAIL(T) && hp && !FREE_OR_DEAD(word[L]) -> ret = ETIMEDOUT; goto head_err
+	:: MAY_DEADLOCK(T) && hp && !FREE_OR_DEAD(word[L]) -> ret = EDEADLK; goto head_err
 #endif
 #ifdef FORK
 	/* res_check(): ghost_repair(), the owner-dead and the pending rule. */
 	:: GHOST_REPAIR(L, T)
+#ifndef MUTANT_NO_PENDING_REPAIR
 	:: PENDING_REPAIR(L, T)
+#endif
 #endif
 	od;
 	if
@@ -782,10 +806,14 @@ queue_leave:
 #ifdef MUTANT_NO_ABORT_PASS
 	v = MCS_GO;
 #endif
+#ifndef MUTANT_HANDOFF_NULL
 	if
 	:: nx != NONE -> HANDOFF(L, nx, v)
 	:: else -> HANDOFF_NULL(L)
 	fi;
+#else
+	HANDOFF(L, nx, v);   /* mcs_handoff() without its NULL check */
+#endif
 	atomic { inq[me] = false; nx = 0; v = 0 };
 	goto release_node_failed;
 
@@ -834,7 +862,7 @@ nonode:
 	   goto pending_take
 #ifdef RQSPIN
 	/* Pending seen, wait_step() fails (4T timeout). */
-	:: MAYFAIL && (word[L] & PENDING_MASK) != 0 -> ret = ETIMEDOUT; goto failed
+	:: MAYFAIL(T) && (word[L] & PENDING_MASK) != 0 -> ret = ETIMEDOUT; goto failed
 #endif
 	od;
 
