@@ -311,6 +311,17 @@ bool gtimed[NN];        /* the node's timed park returned behind a ghost */
 		fi \
 	}
 
+/* mcs_handoff(next, v), next possibly NULL (only in a forked child). */
+#ifdef FORK
+#define HANDOFF_OR_NULL(L, n, val) \
+	if \
+	:: n != NONE -> HANDOFF(L, n, val) \
+	:: else -> HANDOFF_NULL(L) \
+	fi
+#else
+#define HANDOFF_OR_NULL(L, n, val) HANDOFF(L, n, val)
+#endif
+
 /*
  * wait_next(): wait until the successor has linked itself. In a forked
  * child (rqspin) the spin budget ends with a registry scan: no live thread
@@ -758,10 +769,7 @@ claim:
 	/* wait_next(): wait for the successor's link. */
 	WAIT_NEXT(L, T);
 #ifndef MUTANT_NO_HANDOFF
-	if
-	:: nx != NONE -> HANDOFF(L, nx, MCS_GO)
-	:: else -> HANDOFF_NULL(L)
-	fi;
+	HANDOFF_OR_NULL(L, nx, MCS_GO);
 #else
 	atomic { nheads[L]--; ishead = false };
 #endif
@@ -807,10 +815,7 @@ queue_leave:
 	v = MCS_GO;
 #endif
 #ifndef MUTANT_HANDOFF_NULL
-	if
-	:: nx != NONE -> HANDOFF(L, nx, v)
-	:: else -> HANDOFF_NULL(L)
-	fi;
+	HANDOFF_OR_NULL(L, nx, v);
 #else
 	HANDOFF(L, nx, v);   /* mcs_handoff() without its NULL check */
 #endif
