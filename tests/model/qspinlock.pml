@@ -22,6 +22,28 @@
  *   -DNONODE                           thread 0 has no registry slot
  *   -DOWNERDEAD                        (rqspin) thread NT-1 exits holding
  *                                      A in its last round
+ *   -DFORK                             (rqspin, NT=3) thread 0 forks
+ *                                      between its calls; threads 1 and 2
+ *                                      vanish (ghosts); thread 3 is
+ *                                      created in the child
+ *   -DFORK_IN_HANDLER                  (FORK, NH=1) thread 0's signal
+ *                                      handler forks, at any step of a
+ *                                      lock call of thread 0
+ *   -DPATIENT                          (FORK) no wait in the child fails:
+ *                                      the repairs alone must free what
+ *                                      the ghosts left
+ *   -DCHILD_ROUNDS=<n>                 (FORK) calls of the child thread
+ *                                      (default 1)
+ *   -DTRYLOCK                          (FORK) the child thread's first
+ *                                      call is rqspin_trylock(), retried
+ *                                      until it succeeds (or, with a
+ *                                      second call, given up for that
+ *                                      rqspin_lock())
+ *   -DFAILERS=<n>                      (rqspin) only threads 0..n-1 may
+ *                                      fail (default all)
+ *   -DFIX_GHOST_ATTEMPT                (FORK) the fix proposed for a
+ *                                      ghost that took the lock before
+ *                                      wait_unpublish() (README.md)
  *   -DSPUR=<n>                         spurious wake-ups per lock call
  *   -DMUTANT_<name>                    a known-bad variant (mutants.txt)
  *
@@ -44,7 +66,11 @@
 #ifndef SPUR
 #define SPUR 1
 #endif
-#define ROUNDS_OF(t) ((t) < ROUNDS_N -> ROUNDS : 1)
+#ifndef CHILD_ROUNDS
+#define CHILD_ROUNDS 1
+#endif
+/* Thread NT exists only with FORK: the thread created in the child. */
+#define ROUNDS_OF(t) ((t) == NT -> CHILD_ROUNDS : ((t) < ROUNDS_N -> ROUNDS : 1))
 
 /* Lock word layout (lock_common.h): locked byte, pending byte, tail
  * (idx in bits 16-17, slot+1 in bits 18-31). One int, as in C. */
@@ -85,6 +111,7 @@
 #define MCS_GO     1
 #define MCS_ABORT  2
 #define MCS_PARKED 3
+#define GHOST_GO   4   /* model only: mcs_wait's MCS_GO behind a ghost */
 
 /* Slow-path results. */
 #define OK         0
@@ -97,8 +124,8 @@ byte nxt[NN];           /* mcs_node.next: 0 = NULL, else node+1 */
 byte mlocked[NN];       /* mcs_node.locked */
 bool fq[NN];            /* the node's owner sleeps in its futex wait queue */
 byte nesting[NTH];      /* rqspin_thread.nesting: MCS nodes in use */
-bool inh[NT];           /* thread t's signal handler is running */
-bool incall[NT];        /* thread t is inside a lock call or holds A */
+bool inh[NTH];          /* thread t's signal handler is running */
+bool incall[NTH];       /* thread t is inside a lock call or holds A */
 
 /* Ghost state, for the properties only. */
 byte cs[2];             /* threads inside each critical section */
@@ -121,14 +148,26 @@ bool fin[NTH];          /* thread did all its rounds */
 bool entry[NTH];        /* held-table entry for A (pushed before the fast CAS) */
 bool wf[NTH];           /* waiting_for == A (wait_publish .. wait_unpublish) */
 byte role[NTH];         /* rqspin_thread.role: 0 none, 1 pending, 2 queued, 3 head, 4 no-node */
+bool incs[NTH];         /* ghost: thread t is in A's critical section */
+bool gtimed[NN];        /* the node's timed park returned behind a ghost */
 /* held_by(t, A, attempt = waiting_for == A): the entry is a hold only
  * when t is not in A's slow path. */
+/* registry_has_ghosts() */
+#define HAS_GHOSTS       (nghosts > 0)
 #define HOLDS(t)         (entry[t] && !wf[t])
 /* ghost_repair(): deadlock_holder() (a live holder other than self) and
  * deadlock_ghost_holder(). */
 #define LIVE_HOLDER(me)  ((me != 0 && HOLDS(0)) || (me != 1 && !ghost[1] && HOLDS(1)) || \
 			  (me != 2 && !ghost[2] && HOLDS(2)) || (me != 3 && HOLDS(3)))
-#define GHOST_HOLDER     ((ghost[1] && HOLDS(1)) || (ghost[2] && HOLDS(2)))
+#ifndef FIX_GHOST_ATTEMPT
+#define GHOST_HOLDS(t)   (ghost[t] && HOLDS(t))
+#else
+/* The fix proposed in README.md ("A ghost that took the lock"): a ghost
+ * whose held-table attempt is for A may have taken it and vanished before
+ * wait_unpublish(); with no live holder or taker, its entry counts too. */
+#define GHOST_HOLDS(t)   (ghost[t] && entry[t])
+#endif
+#define GHOST_HOLDER     (GHOST_HOLDS(1) || GHOST_HOLDS(2))
 /* deadlock_live_taker(): a live waiter other than self whose role can
  * take the lock (not queued, not a head without the pending bit). */
 #define TAKER(t)         (wf[t] && role[t] != 2 && role[t] != 3)
@@ -139,10 +178,10 @@ byte role[NTH];         /* rqspin_thread.role: 0 none, 1 pending, 2 queued, 3 he
  * while the byte is still LOCKED_VAL. */
 #define GHOST_REPAIR(L, T) \
 	atomic { \
-		forked && (word[L] & LOCKED_MASK) == LOCKED_VAL && \
+		HAS_GHOSTS && (word[L] & LOCKED_MASK) == LOCKED_VAL && \
 		!LIVE_HOLDER(T) && !LIVE_TAKER(T) && GHOST_HOLDER -> \
 		if \
-		:: ghost[1] && HOLDS(1) -> entry[1] = false \
+		:: GHOST_HOLDS(1) -> entry[1] = false \
 		:: else -> entry[2] = false \
 		fi \
 	}; \
@@ -153,10 +192,84 @@ byte role[NTH];         /* rqspin_thread.role: 0 none, 1 pending, 2 queued, 3 he
 		:: else \
 		fi \
 	}
+/* deadlock_waiter(self, lock, SLOT_USED, role): a live thread other than
+ * me that waits for A (waiting_for) in that role; and the SLOT_GHOST
+ * query of the pending rule. */
+#define LIVE_ROLE(me, t, r) (me != t && !ghost[t] && wf[t] && role[t] == r)
+#define LIVE_IN_ROLE(me, r) (LIVE_ROLE(me, 0, r) || LIVE_ROLE(me, 1, r) || \
+			     LIVE_ROLE(me, 2, r) || LIVE_ROLE(me, 3, r))
+#define GHOST_PENDING    ((ghost[1] && wf[1] && role[1] == 1) || (ghost[2] && wf[2] && role[2] == 1))
+/*
+ * ghost_repair(), the pending rule: a waiter that does not hold the bit
+ * itself, seeing it set while no live thread waits as ROLE_PENDING and a
+ * ghost does, clears it with a CAS loop whose failure reloads the word
+ * and retries as long as any pending bit is set (merged: one step that
+ * clears whatever bit is there). The load and the two registry scans are
+ * one step; the CAS loop is the next.
+ */
+#ifndef MUTANT_REPAIR_KEEPS_PENDING
+#define PENDING_CLEAR(L) word[L] = word[L] & ~PENDING_MASK
+#else
+#define PENDING_CLEAR(L) skip
+#endif
+#define PENDING_REPAIR(L, T) \
+	atomic { \
+		HAS_GHOSTS && !hp && (word[L] & PENDING_MASK) != 0 && \
+		!LIVE_IN_ROLE(T, 1) && GHOST_PENDING -> skip \
+	}; \
+	atomic { \
+		if \
+		:: (word[L] & PENDING_MASK) != 0 -> PENDING_CLEAR(L) \
+		:: else \
+		fi \
+	}
+/* fork(): threads 1 and 2 vanish wherever they are. The forking thread
+ * keeps its critical section (it may fork while holding A). */
+#define DO_FORK \
+	atomic { \
+		forked = true; \
+		ghost[1] = !fin[1]; ghost[2] = !fin[2]; \
+		nghosts = ghost[1] + ghost[2]; \
+		cs[0] = incs[0]; \
+		FORK_HEADS \
+	}
+#ifdef FORK_IN_HANDLER
+/* The forking thread may be a queue head in the child, and a waiter
+ * behind a ghost becomes head too: one head per lock holds only in the
+ * parent (the pending bit still admits one taker at a time). */
+#define FORK_HEADS       skip
+#define ONE_HEAD(L)      (nheads[L] == 1 || forked)
+#else
+/* The forking thread is in no lock call: the ghosts' heads are gone. */
+#define FORK_HEADS       nheads[0] = 0
+#define ONE_HEAD(L)      (nheads[L] == 1)
+#endif
+/* PATIENT: waits in the child never fail (wait_step() gives no error),
+ * so every live waiter must leave by acquiring. */
+#ifdef PATIENT
+#define NOT_PATIENT      (!forked)
+#else
+#define NOT_PATIENT      true
+#endif
+/* No thread holds two locks here: pre_wait_check() and the deadlock
+ * search never fail (tok.holding is false); only timeouts remain. */
+#define MAY_DEADLOCK(T)  false
 #define FK(x)            x
 #else
 #define FK(x)            skip
+#define NOT_PATIENT      true
+#define MAY_DEADLOCK(T)  MAYFAIL(T)
+#define ONE_HEAD(L)      (nheads[L] == 1)
 #endif
+/* Which waits may fail (rqspin): FAILERS=n lets only threads 0..n-1
+ * (and their handlers) fail; a size choice, like ROUNDS. */
+#ifndef FAILERS
+#define FAILERS          NTH
+#endif
+#define MAYFAIL(T)       ((T) < FAILERS && NOT_PATIENT)
+
+/* wait_next()'s NULL: no successor node. */
+#define NONE             255
 
 /*
  * mcs_handoff(): exchange v into node n (release), then futex_wake when
@@ -187,6 +300,53 @@ byte role[NTH];         /* rqspin_thread.role: 0 none, 1 pending, 2 queued, 3 he
 	:: else \
 	fi; \
 	was = 0
+
+/* mcs_handoff(NULL): the successor vanished in fork() before linking;
+ * nothing to write, we stop being the head. */
+#define HANDOFF_NULL(L) \
+	atomic { \
+		if \
+		:: ishead -> nheads[L]--; ishead = false \
+		:: else \
+		fi \
+	}
+
+/* mcs_handoff(next, v), next possibly NULL (only in a forked child). */
+#ifdef FORK
+#define HANDOFF_OR_NULL(L, n, val) \
+	if \
+	:: n != NONE -> HANDOFF(L, n, val) \
+	:: else -> HANDOFF_NULL(L) \
+	fi
+#else
+#define HANDOFF_OR_NULL(L, n, val) HANDOFF(L, n, val)
+#endif
+
+/*
+ * wait_next(): wait until the successor has linked itself. In a forked
+ * child (rqspin) the spin budget ends with a registry scan: no live thread
+ * queued on the lock (ROLE_QUEUED) means the successor vanished between
+ * its tail exchange and its link: NULL. The scan and the NULL load are
+ * one step.
+ */
+#ifndef FORK
+#define WAIT_NEXT(L, T)  atomic { nxt[me] != 0 -> nx = nxt[me] - 1 }
+#else
+#ifndef MUTANT_NEXT_NULL_ANY
+#define NEXT_GONE(T)     (!LIVE_IN_ROLE(T, 2))
+#else
+#define NEXT_GONE(T)     true
+#endif
+#ifndef MUTANT_NEXT_NEVER_NULL
+#define WAIT_NEXT(L, T) \
+	if \
+	:: atomic { nxt[me] != 0 -> nx = nxt[me] - 1 } \
+	:: atomic { nxt[me] == 0 && HAS_GHOSTS && NEXT_GONE(T) -> nx = NONE } \
+	fi
+#else
+#define WAIT_NEXT(L, T)  atomic { nxt[me] != 0 -> nx = nxt[me] - 1 }
+#endif
+#endif
 
 /* Bounded spins may end at any iteration: their loops make progress. */
 #ifndef MUTANT_NO_PROGRESS
@@ -244,7 +404,7 @@ inline lock_call(L, T, ISH)
 	 * right after wait_publish(), before any spin; it may find a cycle
 	 * (a search, no word access) and fail unchanged. */
 	if
-	:: goto failed
+	:: MAY_DEADLOCK(T) -> goto failed
 	:: skip
 	fi;
 #endif
@@ -288,7 +448,7 @@ PROGRESS_PENDING
 	/* pre_wait_check() may find a cycle before the first wait (a
 	 * search; no word access): fail unchanged. */
 	if
-	:: goto failed
+	:: MAY_DEADLOCK(T) -> goto failed
 	:: skip
 	fi;
 #endif
@@ -321,7 +481,7 @@ pending_take:
 #ifdef RQSPIN
 		/* wait_step() fails after a load that saw the lock held;
 		 * clear_pending(), a separate fetch_and. */
-		:: !FREE_OR_DEAD(word[L]) ->
+		:: MAYFAIL(T) && !FREE_OR_DEAD(word[L]) ->
 #ifndef MUTANT_TIMEOUT_KEEPS_PENDING
 			word[L] = word[L] & ~PENDING_MASK;
 #endif
@@ -351,7 +511,7 @@ queue:
 	/* pre_wait_check(), when the pending path did not run it, may fail
 	 * before queueing (no word access). */
 	if
-	:: goto failed
+	:: MAY_DEADLOCK(T) -> goto failed
 	:: skip
 	fi;
 #endif
@@ -393,7 +553,7 @@ steal_spins:
 	nesting[T] = idx + 1;
 #endif
 node_init:
-	atomic { nxt[me] = 0; drain[me] = false; spur[me] = SPUR; tl = TAIL(me) };
+	atomic { nxt[me] = 0; drain[me] = false; spur[me] = SPUR; FK(gtimed[me] = false); tl = TAIL(me) };
 	mlocked[me] = MCS_WAIT;
 #ifdef MUTANT_LATE_NESTING
 	nesting[T] = idx + 1;
@@ -421,7 +581,7 @@ xchg_tail:
 		inq[me] = true;
 		if
 		:: old != 0 -> prev = TAIL_NODE(old)
-		:: else -> nheads[L]++; ishead = true; assert(nheads[L] == 1)
+		:: else -> nheads[L]++; ishead = true; assert(ONE_HEAD(L))
 		fi
 	}
 	if
@@ -436,8 +596,8 @@ xchg_tail:
 		/* Behind a thread that vanished in fork(): we are the head. */
 		if
 		:: ghost[prev / 2] ->
-			atomic { nheads[L]++; ishead = true; assert(nheads[L] == 1); prev = 0 };
-			goto head_wait
+			atomic { nheads[L]++; ishead = true; assert(ONE_HEAD(L)); prev = 0 };
+			goto head_begin
 		:: else
 		fi;
 #endif
@@ -477,11 +637,29 @@ park:
 			if
 			:: atomic { !fq[me] -> v = mlocked[me] }
 			:: atomic { fq[me] && spur[me] > 0 -> fq[me] = false; spur[me]--; v = mlocked[me] }
+#ifdef FORK
+			/* futex_wait_ns(): the timed period always ends, the
+			 * way out behind a ghost (not counted in SPUR; once per
+			 * queueing is all a correct wait needs, and a wait that
+			 * sleeps again is then stuck for good). */
+			:: atomic { fq[me] && ghost[prev / 2] && !gtimed[me] -> fq[me] = false; gtimed[me] = true; v = mlocked[me] }
+#endif
 			fi;
 #ifndef MUTANT_NO_RECHECK
 #ifndef MUTANT_SLEEP_WITHOUT_PARKED
 			if
+#if defined(FORK) && !defined(MUTANT_IGNORE_GHOST_PREV)
+			/* mcs_wait(): still MCS_PARKED and the predecessor's
+			 * slot is a ghost (a child forked from a handler that
+			 * interrupted this very wait): no hand-off will come,
+			 * return MCS_GO. (The value was loaded before the check:
+			 * an ABORT the predecessor wrote just before it vanished
+			 * is not seen, see README.md.) */
+			:: v == MCS_PARKED && ghost[prev / 2] -> v = GHOST_GO
+			:: v == MCS_PARKED && !ghost[prev / 2] -> goto park
+#else
 			:: v == MCS_PARKED -> goto park
+#endif
 			:: else
 			fi
 #else
@@ -498,10 +676,11 @@ park:
 		atomic {
 			if
 			:: v == MCS_ABORT -> assert(drain[me]); ret = ETIMEDOUT
-			:: else -> assert(!drain[me]); nheads[L]++; ishead = true; assert(nheads[L] == 1)
+			:: v == GHOST_GO -> nheads[L]++; ishead = true; assert(ONE_HEAD(L))
+			:: else -> assert(!drain[me]); nheads[L]++; ishead = true; assert(ONE_HEAD(L))
 			fi;
 			/* ghosts back to their resting values */
-			prev = 0; drain[me] = false; spur[me] = SPUR
+			prev = 0; drain[me] = false; spur[me] = SPUR; FK(gtimed[me] = false)
 		}
 		if
 		:: v == MCS_ABORT -> goto queue_leave
@@ -511,13 +690,21 @@ park:
 	fi;
 
 	/* We are the queue head: head_wait(). */
+head_begin:
 	FK(role[T] = 3);   /* set_role(ROLE_HEAD) */
 head_wait:
 	do
 	/* No pending bit seen: CAS it in (a failed CAS reloads and retries:
 	 * merged with the load). */
 #ifndef MUTANT_HEAD_NO_PENDING
-	:: atomic { !hp && (word[L] & PENDING_MASK) == 0 -> FK(role[T] = 1); word[L] = word[L] | PENDING_VAL; hp = true }
+#ifndef FORK
+	:: atomic { !hp && (word[L] & PENDING_MASK) == 0 -> word[L] = word[L] | PENDING_VAL; hp = true }
+#else
+	/* set_role(ROLE_PENDING) comes before the CAS, and stays when the
+	 * CAS fails (repairs read it): two steps. */
+	:: atomic { !hp && role[T] != 1 && (word[L] & PENDING_MASK) == 0 -> role[T] = 1 }
+	:: atomic { !hp && role[T] == 1 && (word[L] & PENDING_MASK) == 0 -> word[L] = word[L] | PENDING_VAL; hp = true }
+#endif
 #else
 	:: atomic { !hp && (word[L] & LP_MASK) == 0 -> val = word[L] }; break
 #endif
@@ -530,13 +717,17 @@ head_wait:
 #ifdef RQSPIN
 	/* wait_step() fails (timeout, or a deadlock a search found) after a
 	 * load that saw someone else's pending bit, or the lock held. */
-	:: !hp && (word[L] & PENDING_MASK) != 0 -> ret = ETIMEDOUT; goto head_err
-	:: !hp && (word[L] & PENDING_MASK) != 0 -> ret = EDEADLK; goto head_err
-	:: hp && !FREE_OR_DEAD(word[L]) -> ret = ETIMEDOUT; goto head_err
-	:: hp && !FREE_OR_DEAD(word[L]) -> ret = EDEADLK; goto head_err
+	:: MAYFAIL(T) && !hp && (word[L] & PENDING_MASK) != 0 -> ret = ETIMEDOUT; goto head_err
+	:: MAY_DEADLOCK(T) && !hp && (word[L] & PENDING_MASK) != 0 -> ret = EDEADLK; goto head_err
+	:: MAYFAIL(T) && hp && !FREE_OR_DEAD(word[L]) -> ret = ETIMEDOUT; goto head_err
+	:: MAY_DEADLOCK(T) && hp && !FREE_OR_DEAD(word[L]) -> ret = EDEADLK; goto head_err
 #endif
 #ifdef FORK
+	/* res_check(): ghost_repair(), the owner-dead and the pending rule. */
 	:: GHOST_REPAIR(L, T)
+#ifndef MUTANT_NO_PENDING_REPAIR
+	:: PENDING_REPAIR(L, T)
+#endif
 #endif
 	od;
 	if
@@ -576,9 +767,9 @@ claim:
 	atomic { word[L] = LOCKED_VAL; hp = false };
 #endif
 	/* wait_next(): wait for the successor's link. */
-	atomic { nxt[me] != 0 -> nx = nxt[me] - 1 };
+	WAIT_NEXT(L, T);
 #ifndef MUTANT_NO_HANDOFF
-	HANDOFF(L, nx, MCS_GO);
+	HANDOFF_OR_NULL(L, nx, MCS_GO);
 #else
 	atomic { nheads[L]--; ishead = false };
 #endif
@@ -619,11 +810,15 @@ queue_leave:
 		:: else
 		fi
 	}
-	atomic { nxt[me] != 0 -> nx = nxt[me] - 1 };
+	WAIT_NEXT(L, T);
 #ifdef MUTANT_NO_ABORT_PASS
 	v = MCS_GO;
 #endif
-	HANDOFF(L, nx, v);
+#ifndef MUTANT_HANDOFF_NULL
+	HANDOFF_OR_NULL(L, nx, v);
+#else
+	HANDOFF(L, nx, v);   /* mcs_handoff() without its NULL check */
+#endif
 	atomic { inq[me] = false; nx = 0; v = 0 };
 	goto release_node_failed;
 
@@ -672,7 +867,7 @@ nonode:
 	   goto pending_take
 #ifdef RQSPIN
 	/* Pending seen, wait_step() fails (4T timeout). */
-	:: (word[L] & PENDING_MASK) != 0 -> ret = ETIMEDOUT; goto failed
+	:: MAYFAIL(T) && (word[L] & PENDING_MASK) != 0 -> ret = ETIMEDOUT; goto failed
 #endif
 	od;
 
@@ -695,6 +890,7 @@ acquired:
 	atomic {
 		cs[L]++;
 		assert(cs[L] == 1);
+		FK(incs[T] = true);
 		acquired_n++;
 		if
 		:: ret == EOWNERDEAD -> taken_dead++
@@ -720,7 +916,7 @@ acquired:
 	 * held-table pop). */
 	atomic {
 		cs[L]--;
-		FK(entry[T] = false);
+		FK(entry[T] = false; incs[T] = false);
 #ifndef MUTANT_UNLOCK_WORD
 		word[L] = word[L] & ~LOCKED_MASK;
 #else
@@ -743,6 +939,98 @@ failed:
 done:
 	skip
 }
+
+#ifdef TRYLOCK
+/*
+ * rqspin_trylock() in the forked child (include/rqspin/rqspinlock.h), by
+ * a program that retries until it gets the lock, then unlocks. A retry
+ * that would see the same word and the same live pending waiters fails
+ * the same way, so the model retries only after one of them changed: a
+ * trylock that can never succeed is an invalid end state.
+ */
+inline trylock_call(L, T)
+{
+	/* The locked byte first (relaxed load), then the held push and the
+	 * CAS 0 -> LOCKED_VAL (acquire); on failure val is the word seen. */
+	val = 0;
+try_start:
+	if
+	:: atomic { (word[L] & LOCKED_MASK) != 0 -> val = word[L]; hp = LIVE_IN_ROLE(T, 1) }; goto try_retry
+	:: atomic { (word[L] & LOCKED_MASK) == 0 -> entry[T] = true }
+	fi;
+	atomic {
+		if
+		:: word[L] == 0 -> word[L] = LOCKED_VAL; goto try_acquired
+		:: else -> val = word[L]
+		fi
+	};
+	/* rqspin__trylock_pending(), when the word had the pending bit: in a
+	 * child (registry_has_ghosts), no live ROLE_PENDING waiter and a
+	 * ghost one: clear the bit (CAS loop, merged), then one CAS
+	 * 0 -> LOCKED_VAL. */
+	if
+	:: (val & PENDING_MASK) != 0 ->
+		atomic {
+			hp = LIVE_IN_ROLE(T, 1);
+			if
+			:: HAS_GHOSTS && !hp && GHOST_PENDING
+			:: else -> goto try_failed
+			fi
+		};
+#ifndef MUTANT_TRYLOCK_NO_REPAIR
+		atomic { word[L] = word[L] & ~PENDING_MASK };
+#endif
+		atomic {
+			if
+			:: word[L] == 0 -> word[L] = LOCKED_VAL; goto try_acquired
+			:: else -> val = word[L]
+			fi
+		}
+	:: else -> hp = LIVE_IN_ROLE(T, 1)
+	fi;
+try_failed:
+	/* held pop */
+	entry[T] = false;
+try_retry:
+	/* val: the word the attempt saw last; hp: whether its registry scan
+	 * (or, without one, the step it failed at) saw a live pending waiter.
+	 * Once every other live thread is done, the program gives up on a
+	 * word that trylock does not repair and never will: a held byte (a
+	 * ghost's hold becomes owner-dead only through a waiter) or a tail (a
+	 * ghost's queue). A pending bit alone it must get past. Or the
+	 * program falls back to rqspin_lock() (its next call), when it has
+	 * one: decided first, so that a retry may wait for ever. */
+	if
+	:: atomic { r + 1 < ROUNDS_OF(T) -> val = 0; hp = false }; goto try_done
+	:: skip
+	fi;
+	if
+	:: atomic { word[L] != val || LIVE_IN_ROLE(T, 1) != hp -> val = 0; hp = false };
+		goto try_start
+	:: atomic {
+		finished + nghosts == NTH - 1 && (word[L] & ~PENDING_MASK) != 0 ->
+		val = 0; hp = false
+	   };
+		goto try_done
+	fi;
+try_acquired:
+	atomic {
+		cs[L]++;
+		assert(cs[L] == 1);
+		incs[T] = true;
+		acquired_n++;
+		val = 0
+	};
+	/* rqspin_unlock(): release byte store, held pop. */
+	atomic {
+		cs[L]--;
+		entry[T] = false; incs[T] = false;
+		word[L] = word[L] & ~LOCKED_MASK
+	};
+try_done:
+	skip
+}
+#endif
 
 #define LOCALS \
 	int  val;           /* the C variable val (a lock-word snapshot) */ \
@@ -771,18 +1059,24 @@ active [NTH] proctype thread() PROVIDED
 #endif
 	do
 #ifdef FORK
+#ifndef FORK_IN_HANDLER
 	/* Thread 0 forks between its calls (before it finishes). */
-	:: _pid == 0 && !forked ->
-		atomic {
-			forked = true;
-			ghost[1] = !fin[1]; ghost[2] = !fin[2];
-			nghosts = ghost[1] + ghost[2];
-			/* ghosts' critical sections and queue heads are gone */
-			cs[0] = 0; nheads[0] = 0
-		}
+	:: _pid == 0 && !forked -> DO_FORK
+#else
+	/* Thread 0's handler forks during a lock call; if it did not, thread
+	 * 0 forks after its calls. */
+	:: _pid == 0 && !forked && r >= ROUNDS_OF(_pid) -> DO_FORK
+#endif
 #endif
 	:: r < ROUNDS_OF(_pid) ->
+#ifdef TRYLOCK
+		if
+		:: _pid == NT && r == 0 -> trylock_call(0, _pid)
+		:: else -> lock_call(0, _pid, false)
+		fi;
+#else
 		lock_call(0, _pid, false);
+#endif
 		r++
 	:: else -> break
 	od;
@@ -801,9 +1095,18 @@ active [NTH] proctype thread() PROVIDED
 active [NH] proctype handler()
 {
 	LOCALS;
-	byte t = _pid - NT;
+	byte t = _pid - NTH;
 	byte hl;
 
+#ifdef FORK_IN_HANDLER
+	/* fork() from the handler (async-signal-safe): the child's thread 0
+	 * goes on with the interrupted lock call, hold or unlock. */
+end_idle_fork:
+	atomic { incall[t] && !inh[t] && !forked -> inh[t] = true; hfired++ };
+	DO_FORK;
+	inh[t] = false;
+	goto handler_done;
+#endif
 end_idle:
 	atomic { incall[t] && !inh[t] -> inh[t] = true; hfired++ };
 	if
@@ -813,7 +1116,9 @@ end_idle:
 #endif
 	fi;
 	lock_call(hl, t, true);
-	inh[t] = false
+	inh[t] = false;
+handler_done:
+	skip
 }
 #endif
 
