@@ -149,6 +149,20 @@ const struct rqspin_thread *deadlock_ghost_holder(const void *lock)
 	return find_holder_in(NULL, lock, SLOT_GHOST);
 }
 
+const struct rqspin_thread *deadlock_ghost_taker(const void *lock)
+{
+	uint32_t n = registry_high_water(), i;
+
+	for (i = 0; i < n; i++) {
+		const struct rqspin_slot *s = registry_slot(i);
+
+		if (s && slot_in(s, SLOT_GHOST) && held_waiting_for(&s->t) == lock &&
+		    held_by(&s->t, lock, false))
+			return &s->t;
+	}
+	return NULL;
+}
+
 /* One walk. Returns the length of the cycle through self, or 0. */
 static unsigned walk(const struct rqspin_thread *self, const void *lock, struct deadlock_chain *c)
 {

@@ -62,6 +62,10 @@ const struct rqspin_thread *deadlock_live_taker(const struct rqspin_thread *self
 						const void *lock);
 /* A thread that vanished in fork() and still holds lock, or NULL. */
 const struct rqspin_thread *deadlock_ghost_holder(const void *lock);
+/* A thread that vanished in fork() whose newest entry for lock is still
+ * its attempt (it waited for lock): it may have taken the lock before it
+ * could withdraw the wait. NULL if none. */
+const struct rqspin_thread *deadlock_ghost_taker(const void *lock);
 
 /* A failed attempt of self on lock: count it by event (a thread_stats
  * counter), and build its report: the chain a cycle search found (not a

@@ -315,7 +315,10 @@ static bool stalled(struct waiter *w, uint64_t now)
  * claims the ghost's entry (a RELEASED mark), so the ghost stops counting
  * as the holder: one repair per ghost hold, however many child threads
  * wait. (The SPIN model's fork configuration found the double owner that
- * either rule alone allows.) */
+ * either rule alone allows.) A ghost that took the lock but vanished
+ * before it withdrew its wait still shows the lock as its attempt, not as
+ * a hold: with no holder found, such a ghost counts as the holder (found
+ * by the model, configuration rqspin-fork-patient). */
 static void ghost_repair(struct waiter *w)
 {
 	lockword_t *l = w->lock;
@@ -324,7 +327,9 @@ static void ghost_repair(struct waiter *w)
 
 	if ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL && !deadlock_holder(w->self, l) &&
 	    !deadlock_live_taker(w->self, l) &&
-	    (g = (struct rqspin_thread *)deadlock_ghost_holder(l)) && held_claim_ghost_entry(g, l)) {
+	    ((g = (struct rqspin_thread *)deadlock_ghost_holder(l)) ||
+	     (g = (struct rqspin_thread *)deadlock_ghost_taker(l))) &&
+	    held_claim_ghost_entry(g, l)) {
 		/* relaxed: the ghost's writes are in this address space
 		 * since the fork; no thread publishes them. */
 		val = word_load(l, memory_order_relaxed);

@@ -41,9 +41,6 @@
  *                                      rqspin_lock())
  *   -DFAILERS=<n>                      (rqspin) only threads 0..n-1 may
  *                                      fail (default all)
- *   -DFIX_GHOST_ATTEMPT                (FORK) the fix proposed for a
- *                                      ghost that took the lock before
- *                                      wait_unpublish() (README.md)
  *   -DSPUR=<n>                         spurious wake-ups per lock call
  *   -DMUTANT_<name>                    a known-bad variant (mutants.txt)
  *
@@ -159,11 +156,11 @@ bool gtimed[NN];        /* the node's timed park returned behind a ghost */
  * deadlock_ghost_holder(). */
 #define LIVE_HOLDER(me)  ((me != 0 && HOLDS(0)) || (me != 1 && !ghost[1] && HOLDS(1)) || \
 			  (me != 2 && !ghost[2] && HOLDS(2)) || (me != 3 && HOLDS(3)))
-#ifndef FIX_GHOST_ATTEMPT
+#ifdef MUTANT_GHOST_ATTEMPT_IGNORED
 #define GHOST_HOLDS(t)   (ghost[t] && HOLDS(t))
 #else
-/* The fix proposed in README.md ("A ghost that took the lock"): a ghost
- * whose held-table attempt is for A may have taken it and vanished before
+/* deadlock_ghost_holder() or deadlock_ghost_taker(): a ghost whose
+ * held-table attempt is for A may have taken it and vanished before
  * wait_unpublish(); with no live holder or taker, its entry counts too. */
 #define GHOST_HOLDS(t)   (ghost[t] && entry[t])
 #endif
