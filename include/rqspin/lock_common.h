@@ -14,6 +14,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+/* Every public header comes through here: each one brings the version. */
+#include <rqspin/version.h>
 
 #if !defined(__x86_64__) && !defined(__aarch64__)
 #error "librqspin supports x86_64 and aarch64"
