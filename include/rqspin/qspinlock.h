@@ -66,14 +66,14 @@ static inline void qspin_lock(qspinlock_t *lock)
 {
 	uint32_t val = 0;
 
-	if (RQSPIN__ON_VALGRIND()) {
-		rqspin__qspin_lock_vg(lock);
-		return;
-	}
 #if RQSPIN_DEBUG
 	if (!lock)
 		rqspin__misuse("qspin_lock: NULL lock", lock);
 #endif
+	if (RQSPIN__ON_VALGRIND()) {
+		rqspin__qspin_lock_vg(lock);
+		return;
+	}
 	/* acquire on success: pairs with the release in qspin_unlock. */
 	if (RQSPIN__LIKELY(__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
 						       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))

@@ -38,8 +38,10 @@ void drd_unlock_pre(const volatile void *lock)
 
 /* Operations between vg_internal_begin and _end on this thread, counting
  * signal handlers' that interrupted one: recording resumes at the
- * outermost end only. A handler runs between our own increment and the
- * request, never in the middle of either (one thread, its own counter). */
+ * outermost end only. The counter is the thread's own; a handler that
+ * lands between the increment and the request records its own accesses
+ * (a window of a few instructions: at worst a report, never a missed
+ * race). */
 static __thread unsigned ignoring __attribute__((tls_model("initial-exec")));
 
 void drd_record(int on)
