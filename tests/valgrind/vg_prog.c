@@ -25,8 +25,13 @@
 
 #include <rqspin/rqspin.h>
 
+/* -DTHREADS=... -DITERS=... for a longer run by hand. */
+#ifndef THREADS
 #define THREADS 4
+#endif
+#ifndef ITERS
 #define ITERS 300
+#endif
 #define RING 16
 
 static qspinlock_t qlock = QSPINLOCK_INIT;
