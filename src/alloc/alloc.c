@@ -123,6 +123,7 @@ static ALLOC_FN __attribute__((noinline)) void *finish_slow(struct block *b, uin
 	return b;
 }
 
+#ifdef ALLOC_VALGRIND
 /* Under Valgrind: the request grown by the memcheck redzone (sanitize.h),
  * at least 16 usable bytes (the canary is cleared after the object is
  * announced), keeping a power-of-two class's alignment: such a request is
@@ -140,6 +141,7 @@ static ALLOC_FN __attribute__((noinline)) size_t redzoned(size_t size)
 		p2 <<= 1;
 	return p2;
 }
+#endif
 
 static inline ALLOC_FN void *finish(struct block *b, uint32_t bs, unsigned flags)
 {
