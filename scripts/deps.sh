@@ -8,9 +8,10 @@ set -euo pipefail
 # The aarch64 tests under qemu (scripts/test-aarch64.sh): qemu-user, the
 # cross C++ compiler, and the arm64 libraries the tests load, installed
 # the Debian multiarch way (architecture arm64 added below).
+# valgrind: its headers (client requests) and the tests/valgrind runs.
 pkgs=(build-essential cmake pkg-config libck-dev liburcu-dev libjemalloc-dev
       libmimalloc-dev libbenchmark-dev gnuplot-nox gcc-aarch64-linux-gnu spin
-      libc6-dev-arm64-cross man-db groff-base netcat-openbsd stress-ng
+      libc6-dev-arm64-cross man-db groff-base netcat-openbsd stress-ng valgrind
       g++-aarch64-linux-gnu qemu-user libc6:arm64 libstdc++6:arm64 liburcu-dev:arm64)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -16,6 +16,13 @@ if(RQSPIN_SANITIZE STREQUAL "thread")
     "TSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/src/storage/tsan-liburcu.supp")
 endif()
 
+# Every public header compiles alone and defines RQSPIN_VERSION_MAJOR.
+add_test(NAME pkg_headers_alone
+  COMMAND ${CMAKE_COMMAND} -DCC=${CMAKE_C_COMPILER} -DINC=${PROJECT_SOURCE_DIR}/include
+          -DOUT=${CMAKE_CURRENT_BINARY_DIR}/pkg_headers
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/pkg_headers/check_headers.cmake)
+set_tests_properties(pkg_headers_alone PROPERTIES TIMEOUT 120 LABELS packaging)
+
 # Versions: rqspin_version() matches the headers and project(VERSION)...
 rqspin_add_test(NAME pkg_version SOURCES pkg_version/version.c TIMEOUT 60 LABELS packaging)
 set_tests_properties(pkg_version PROPERTIES COMMAND "pkg_version;${PROJECT_VERSION}")

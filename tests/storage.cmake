@@ -83,3 +83,8 @@ endif()
 if(RQSPIN_SANITIZE STREQUAL "undefined" AND TARGET storage_urcu_order)
   target_compile_options(storage_urcu_order PRIVATE -fno-sanitize=alignment)
 endif()
+
+# A program compiled with another inline layout of rqspin/storage.h gets no
+# map: ELIBBAD and a message with both layout stamps.
+rqspin_add_test(NAME storage_layout_stamp SOURCES storage_layout_stamp.c
+  TIMEOUT 60 LABELS storage unit)

@@ -14,6 +14,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+/* Every public header comes through here: each one brings the version. */
+#include <rqspin/version.h>
 
 #if !defined(__x86_64__) && !defined(__aarch64__)
 #error "librqspin supports x86_64 and aarch64"
@@ -169,6 +171,19 @@ static inline void rqspin__count_fast(void)
 	else
 		rqspin__count_fast_cold();
 }
+
+/* Valgrind (docs/valgrind.md): non-zero when the process runs under
+ * Valgrind, set by the library at load time and never changed. Then the
+ * inline lock functions call their out-of-line twins (rqspin__*_vg), which
+ * describe each operation to helgrind or DRD; natively the cost is this
+ * one load and a predictable branch. The library's own twins compile
+ * without the test (RQSPIN__VALGRIND_INSIDE). */
+extern RQSPIN_API int rqspin__valgrind;
+#ifdef RQSPIN__VALGRIND_INSIDE
+#define RQSPIN__ON_VALGRIND() 0
+#else
+#define RQSPIN__ON_VALGRIND() RQSPIN__UNLIKELY(rqspin__valgrind)
+#endif
 
 /* Misuse reports (abort with a message). Used by debug builds. */
 RQSPIN_API __attribute__((noreturn, cold)) void

@@ -38,6 +38,10 @@ typedef struct qspinlock {
 
 /* Out-of-line contended path. ABI for the inline functions below. */
 RQSPIN_API void rqspin__qspin_lock_slowpath(qspinlock_t *lock, uint32_t val);
+/* The same operations under Valgrind (lock_common.h). */
+RQSPIN_API void rqspin__qspin_lock_vg(qspinlock_t *lock);
+RQSPIN_API bool rqspin__qspin_trylock_vg(qspinlock_t *lock);
+RQSPIN_API void rqspin__qspin_unlock_vg(qspinlock_t *lock);
 
 /*
  * Initialise (or re-initialise) an unlocked lock. Equivalent to
@@ -66,6 +70,10 @@ static inline void qspin_lock(qspinlock_t *lock)
 	if (!lock)
 		rqspin__misuse("qspin_lock: NULL lock", lock);
 #endif
+	if (RQSPIN__ON_VALGRIND()) {
+		rqspin__qspin_lock_vg(lock);
+		return;
+	}
 	/* acquire on success: pairs with the release in qspin_unlock. */
 	if (RQSPIN__LIKELY(__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
 						       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
@@ -84,6 +92,8 @@ static inline bool qspin_trylock(qspinlock_t *lock)
 {
 	uint32_t val = 0;
 
+	if (RQSPIN__ON_VALGRIND())
+		return rqspin__qspin_trylock_vg(lock);
 	/* Test before the CAS, so a busy lock is not written to: a byte
 	 * load, the width of the unlock's store, so it forwards from it. The
 	 * CAS then checks the whole word. acquire on success: pairs with the
@@ -111,6 +121,10 @@ static inline void qspin_unlock(qspinlock_t *lock)
 	if (!lock || __atomic_load_n(&lock->w.b.locked, __ATOMIC_RELAXED) == 0)
 		rqspin__misuse("qspin_unlock: lock is not held", lock);
 #endif
+	if (RQSPIN__ON_VALGRIND()) {
+		rqspin__qspin_unlock_vg(lock);
+		return;
+	}
 	RQSPIN__TSAN_RELEASE(lock);
 	/* release: publishes the critical section to the next acquirer,
 	 * whose acquire CAS (or acquire load in the slow path) reads it. */

@@ -119,6 +119,10 @@ RQSPIN_API void rqspin__held_pop_slow(struct rqspin__thread_hot *self, const voi
 /* Unlock of a lock that is not the top entry: out of order, untracked, or
  * taken by another thread. Does the release store itself. */
 RQSPIN_API void rqspin__unlock_slow(struct rqspin__thread_hot *self, void *lock);
+/* The same operations under Valgrind (lock_common.h). */
+RQSPIN_API int rqspin__lock_vg(rqspinlock_t *lock, uint64_t timeout_ns);
+RQSPIN_API bool rqspin__trylock_vg(rqspinlock_t *lock);
+RQSPIN_API void rqspin__unlock_vg(rqspinlock_t *lock);
 
 static inline void rqspin__held_push(struct rqspin__thread_hot *self, const void *lock)
 {
@@ -186,10 +190,13 @@ static inline void rqspin_lock_init(rqspinlock_t *lock)
  */
 RQSPIN_MUST_CHECK static inline int rqspin_lock_timeout(rqspinlock_t *lock, uint64_t timeout_ns)
 {
-	struct rqspin__thread_hot *self = rqspin__self();
+	struct rqspin__thread_hot *self;
 	uint32_t val = 0;
 	int ret = 0;
 
+	if (RQSPIN__ON_VALGRIND())
+		return rqspin__lock_vg(lock, timeout_ns);
+	self = rqspin__self();
 	if (RQSPIN__UNLIKELY(!lock))
 		return -EINVAL;
 	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
@@ -281,9 +288,12 @@ static inline bool rqspin_is_pshared(const rqspinlock_t *lock)
  */
 RQSPIN_MUST_CHECK static inline bool rqspin_trylock(rqspinlock_t *lock)
 {
-	struct rqspin__thread_hot *self = rqspin__self();
+	struct rqspin__thread_hot *self;
 	uint32_t val = 0;
 
+	if (RQSPIN__ON_VALGRIND())
+		return rqspin__trylock_vg(lock);
+	self = rqspin__self();
 	if (RQSPIN__UNLIKELY(!lock))
 		return false;
 	/* Test the locked byte first (see qspin_trylock); the CAS checks
@@ -316,13 +326,18 @@ RQSPIN_MUST_CHECK static inline bool rqspin_trylock(rqspinlock_t *lock)
  */
 static inline void rqspin_unlock(rqspinlock_t *lock)
 {
-	struct rqspin__thread_hot *self = rqspin__self();
+	struct rqspin__thread_hot *self;
 	uint32_t cnt;
 
 #if RQSPIN_DEBUG
 	if (!lock || __atomic_load_n(&lock->w.b.locked, __ATOMIC_RELAXED) == 0)
 		rqspin__misuse("rqspin_unlock: lock is not held", lock);
 #endif
+	if (RQSPIN__ON_VALGRIND()) {
+		rqspin__unlock_vg(lock);
+		return;
+	}
+	self = rqspin__self();
 	RQSPIN__TSAN_PRE_UNLOCK(lock);
 	cnt = __atomic_load_n(&self->held.cnt, __ATOMIC_RELAXED);
 	if (RQSPIN__LIKELY(cnt - 1 < RQSPIN_NR_HELD &&

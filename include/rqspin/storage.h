@@ -133,7 +133,14 @@ struct rqspin_storage_map;
  * Create a map whose values are value_size bytes (1..MAX_VALUE_SIZE),
  * 8-byte aligned. flags: 0 or RQSPIN_STORAGE_MAP_F_MALLOC.
  * Returns the map, or NULL with errno set: EINVAL (size or flags), ENOMEM,
- * ENOSPC (RQSPIN_STORAGE_MAX_MAPS maps exist).
+ * ENOSPC (RQSPIN_STORAGE_MAX_MAPS maps exist), ELIBBAD (the program was
+ * compiled against a storage.h whose inline rqspin_storage_get reads a
+ * layout other than this library's, e.g. headers of another librqspin
+ * version: the library also prints both layout stamps to stderr; rebuild
+ * the program against the headers of the library it runs with).
+ * A call in the program goes through the macro below, which passes the
+ * header's layout stamp; the function itself (its address, dlsym) checks
+ * nothing, for callers that do not use the inline rqspin_storage_get.
  * NOT async-signal-safe (malloc, a mutex; the first call starts liburcu's
  * call_rcu worker thread, so that later frees are safe from handlers).
  */
@@ -184,6 +191,21 @@ struct rqspin__storage_slot {
 	uint64_t key;
 	void *elem;
 };
+/* The layout stamp: every constant above that the inline code compiles
+ * in, and a revision for what the offsets cannot show (bump it when the
+ * inline lookup's protocol changes). rqspin_storage_map_create passes it,
+ * and the library refuses a map to a program whose stamp differs. */
+#define RQSPIN__STORAGE_LAYOUT_REV 1u
+#define RQSPIN__STORAGE_LAYOUT                                                                      \
+	((uint64_t)RQSPIN__STORAGE_LAYOUT_REV << 56 | (uint64_t)RQSPIN__STORAGE_EMB << 48 |          \
+	 (uint64_t)RQSPIN__STORAGE_ELEM_LOCAL << 40 | (uint64_t)RQSPIN__STORAGE_EMB_KEY << 32 |      \
+	 (uint64_t)RQSPIN__STORAGE_VALUE << 24 | (uint64_t)RQSPIN__STORAGE_LOCAL_INDEX << 16 |       \
+	 (uint64_t)sizeof(struct rqspin__storage_index) << 8 |                                      \
+	 (uint64_t)sizeof(struct rqspin__storage_slot))
+RQSPIN_API struct rqspin_storage_map *
+rqspin__storage_map_create_checked(size_t value_size, unsigned flags, uint64_t layout);
+#define rqspin_storage_map_create(value_size, flags) \
+	rqspin__storage_map_create_checked((value_size), (flags), RQSPIN__STORAGE_LAYOUT)
 RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
 					  struct rqspin_storage_owner *owner, const void *init,
 					  unsigned flags, int *err);

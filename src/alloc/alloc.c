@@ -111,15 +111,37 @@ struct page alloc_empty_page;
 static ALLOC_FN __attribute__((noinline)) void *finish_slow(struct block *b, uint32_t bs,
 							     unsigned flags)
 {
-	san_alloc(b, bs, (flags & RQSPIN_ALLOC_ZERO) != 0);
+	size_t n = san_slot_usable(bs);
+
+	san_alloc(b, n, bs, (flags & RQSPIN_ALLOC_ZERO) != 0);
 	/* Clear the canary so that one free of this object is not taken for
 	 * a second one (after san_alloc: memcheck then sees it as written). */
 	if (bs >= 16)
 		b->canary = 0;
 	if (flags & RQSPIN_ALLOC_ZERO)
-		memset(b, 0, bs);
+		memset(b, 0, n);
 	return b;
 }
+
+#ifdef ALLOC_VALGRIND
+/* Under Valgrind: the request grown by the memcheck redzone (sanitize.h),
+ * at least 16 usable bytes (the canary is cleared after the object is
+ * announced), keeping a power-of-two class's alignment: such a request is
+ * grown to the next power of two (all of them up to 16 KiB are classes).
+ * Larger than SMALL_MAX: the caller maps it as a large object instead. */
+static ALLOC_FN __attribute__((noinline)) size_t redzoned(size_t size)
+{
+	size_t bs = alloc_class_size[size_to_class(size)];
+	size_t need = (size > 16 ? size : 16) + SAN_REDZONE;
+	size_t p2 = 16;
+
+	if (bs & (bs - 1))
+		return need;
+	while (p2 < need)
+		p2 <<= 1;
+	return p2;
+}
+#endif
 
 static inline ALLOC_FN void *finish(struct block *b, uint32_t bs, unsigned flags)
 {
@@ -215,6 +237,9 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_nested(struct heap *h, uns
 	return b ? finish(b, alloc_class_size[c], flags) : NULL;
 }
 
+static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t size,
+								     unsigned flags);
+
 /* No usable heap yet (first call of the thread) or any more (exited). */
 static ALLOC_FN __attribute__((noinline)) void *alloc_noheap(size_t size, unsigned c,
 							      unsigned flags)
@@ -223,8 +248,9 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_noheap(size_t size, unsign
 	struct block *b = NULL;
 	bool adopted;
 
+	/* size is already grown by the redzone, if any. */
 	if (h == NULL && heap_is_real(heap_attach()))
-		return rqspin_malloc_nolock(size, flags);
+		return malloc_small(size, flags);
 	/* After this thread's exit destructor (or with no heap to be had):
 	 * borrow an abandoned heap for this one call. */
 	h = heap_claim(&adopted);
@@ -237,7 +263,9 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_noheap(size_t size, unsign
 	return b ? finish(b, alloc_class_size[c], flags) : NULL;
 }
 
-RQSPIN_API ALLOC_FN void *rqspin_malloc_nolock(size_t size, unsigned flags)
+/* A request of at most SMALL_MAX bytes. */
+static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t size,
+								     unsigned flags)
 {
 	struct heap *h = alloc_tls_heap;
 	struct hclass *hc;
@@ -245,8 +273,6 @@ RQSPIN_API ALLOC_FN void *rqspin_malloc_nolock(size_t size, unsigned flags)
 	struct block *b;
 	unsigned c;
 
-	if (UNLIKELY(size > SMALL_MAX))
-		return large_alloc(size, flags);
 	c = size_to_class(size);
 	if (UNLIKELY(!heap_is_real(h)))
 		return alloc_noheap(size, c, flags);
@@ -269,6 +295,34 @@ RQSPIN_API ALLOC_FN void *rqspin_malloc_nolock(size_t size, unsigned flags)
 	if (c != 0)
 		b->canary = 0;
 	return b;
+}
+
+#ifdef ALLOC_VALGRIND
+/* Under Valgrind: a slot with a redzone, announced with the exact size
+ * (san_exact), so memcheck reports any byte past the request. */
+static ALLOC_FN __attribute__((noinline)) void *malloc_redzoned(size_t size, unsigned flags)
+{
+	size_t grown = redzoned(size);
+	void *b;
+
+	if (grown > SMALL_MAX)
+		return large_alloc(size, flags);
+	b = malloc_small(grown, flags);
+	if (b)
+		san_exact(b, size, page_of((uintptr_t)b)->bsize);
+	return b;
+}
+#endif
+
+RQSPIN_API ALLOC_FN void *rqspin_malloc_nolock(size_t size, unsigned flags)
+{
+	if (UNLIKELY(size > SMALL_MAX))
+		return large_alloc(size, flags);
+#ifdef ALLOC_VALGRIND
+	if (UNLIKELY(rqspin__valgrind != 0))
+		return malloc_redzoned(size, flags);
+#endif
+	return malloc_small(size, flags);
 }
 
 /* Is b a live object of pg? Reports and returns false if not. */
@@ -514,5 +568,5 @@ RQSPIN_API ALLOC_FN size_t rqspin_malloc_usable_size(const void *p)
 		alloc_bad_pointer("usable_size of a freed object", p);
 		return 0;
 	}
-	return pg->bsize;
+	return san_usable(p, pg->bsize);
 }

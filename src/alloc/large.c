@@ -42,7 +42,8 @@ ALLOC_FN void *large_alloc(size_t size, unsigned flags)
 	count_shared(&alloc_gstats.large_bytes, len);
 	count_shared(&alloc_gstats.large_allocs, 1);
 	p = (char *)h + LARGE_HDR;
-	san_alloc(p, len - LARGE_HDR, 1);
+	/* Under Valgrind the tail past size is unaddressable. */
+	san_alloc(p, san_large_usable(size, len - LARGE_HDR), len - LARGE_HDR, 1);
 	return p;
 }
 
@@ -92,5 +93,5 @@ ALLOC_FN size_t large_usable_size(const void *p)
 				  p);
 		return 0;
 	}
-	return h->maplen - LARGE_HDR;
+	return san_large_usable(h->size, h->maplen - LARGE_HDR);
 }

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 
 #include "alloc/alloc_internal.h"
+#include "valgrind/vg.h"
 
 #define POOL_DIRTY_MAX 32u /* 2 MiB of resident empty pages, shared */
 #define ID_BITS 24u
@@ -39,7 +40,14 @@ static void *os_map_flags(size_t len, int flags)
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
 
 	errno = e;
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	/* Every mapping of ours holds lists and counters changed with
+	 * atomics, objects too while they are free: race detectors skip it
+	 * all, except each object from its allocation to its free
+	 * (san_alloc/san_free). */
+	vg_private(p, len);
+	return p;
 }
 
 void *os_map(size_t len)

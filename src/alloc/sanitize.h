@@ -32,11 +32,10 @@
 #define ALLOC_FN
 #endif
 
-#if !defined(RQSPIN_ALLOC_NO_VALGRIND) && defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
+/* RQSPIN_VALGRIND: the build found Valgrind's headers (CMakeLists.txt). */
+#ifdef RQSPIN_VALGRIND
 #include <valgrind/memcheck.h>
 #define ALLOC_VALGRIND 1
-#endif
 #endif
 
 /*
@@ -47,14 +46,25 @@
 #if defined(ALLOC_ASAN)
 #define SAN_ACTIVE 1
 #elif defined(ALLOC_VALGRIND)
-extern int alloc_on_valgrind;
-#define SAN_ACTIVE __builtin_expect(alloc_on_valgrind, 0)
+#define SAN_ACTIVE __builtin_expect(rqspin__valgrind != 0, 0)
 #else
 #define SAN_ACTIVE 0
 #endif
 
-/* The object [p, p+n) is handed to the user. */
-void san_alloc_slow(void *p, size_t n, int zeroed);
+/*
+ * Memcheck redzone: under Valgrind every small object ends in SAN_REDZONE
+ * bytes that stay unaddressable while it is allocated, so a write past
+ * its end, natively the next object's first bytes, is reported. The
+ * request is grown by the redzone before its size class is chosen
+ * (san_redzoned), and the user gets the class size less the redzone
+ * (rqspin_malloc_usable_size says so too). Large objects need none: their
+ * mapping's tail past the requested size is made unaddressable instead.
+ */
+#define SAN_REDZONE 16u
+
+/* The object [p, p+n) is handed to the user; its slot is [p, p+slot)
+ * (the rest is redzone under Valgrind). */
+void san_alloc_slow(void *p, size_t n, size_t slot, int zeroed);
 /* The object [p, p+n) is freed; we are about to write its first `keep`
  * bytes (links): call before writing them. It is poisoned, and must be
  * published on a list only after this. */
@@ -62,10 +72,49 @@ void san_free_slow(void *p, size_t n, size_t keep);
 /* Fresh, never-allocated objects [p, p+n) (carved from a page). */
 void san_carve_slow(void *p, size_t n);
 
-static inline void san_alloc(void *p, size_t n, int zeroed)
+static inline void san_alloc(void *p, size_t n, size_t slot, int zeroed)
 {
 	if (SAN_ACTIVE)
-		san_alloc_slow(p, n, zeroed);
+		san_alloc_slow(p, n, slot, zeroed);
+}
+
+/* What the user may use of a large object of size bytes in room bytes. */
+static inline size_t san_large_usable(size_t size, size_t room)
+{
+#ifdef ALLOC_VALGRIND
+	if (__builtin_expect(rqspin__valgrind != 0, 0))
+		return size;
+#endif
+	(void)size;
+	return room;
+}
+
+/* Under Valgrind: what finish_slow first announces of a slot of bs bytes
+ * (everything but the redzone), before san_exact trims it to the request. */
+static inline size_t san_slot_usable(size_t bs)
+{
+#ifdef ALLOC_VALGRIND
+	if (__builtin_expect(rqspin__valgrind != 0, 0))
+		return bs - SAN_REDZONE;
+#endif
+	return bs;
+}
+
+/* Under Valgrind: object p (slot of bs bytes) is the user's size bytes
+ * only; the size is kept in the slot's last word, inside the redzone. */
+void san_exact(void *p, size_t size, size_t bs);
+size_t san_exact_size(const void *p, size_t bs);
+
+/* What the user may use of the small object p of class size bs: the
+ * class size, or under Valgrind exactly the request. */
+static inline size_t san_usable(const void *p, size_t bs)
+{
+#ifdef ALLOC_VALGRIND
+	if (__builtin_expect(rqspin__valgrind != 0, 0))
+		return san_exact_size(p, bs);
+#endif
+	(void)p;
+	return bs;
 }
 
 static inline void san_free(void *p, size_t n, size_t keep)

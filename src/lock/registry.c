@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lock/registry.h"
+#include "valgrind/vg.h"
 
 #define SLOTS_PER_CHUNK 64u
 #define NCHUNKS ((RQSPIN_SLOT_LIMIT + SLOTS_PER_CHUNK - 1) / SLOTS_PER_CHUNK)
@@ -117,6 +118,9 @@ static struct rqspin_slot *chunk_get(uint32_t c)
 	mine = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mine == MAP_FAILED)
 		return NULL;
+	/* Thread records, held tables and queue nodes: read and written by
+	 * other threads with atomics only (valgrind/vg.h). */
+	vg_private(mine, len);
 	/* release: readers that load the pointer see a mapped chunk. */
 	if (atomic_compare_exchange_strong_explicit(&chunks[c], &cur, mine, memory_order_release,
 						    memory_order_acquire))

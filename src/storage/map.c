@@ -2,8 +2,10 @@
 /*
  * Maps: creation (id and buckets), no-fail destruction, iteration.
  */
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -63,8 +65,9 @@ static uint32_t bucket_count(void)
 	return n;
 }
 
-RQSPIN_API struct rqspin_storage_map *rqspin_storage_map_create(size_t value_size,
-								 unsigned flags)
+/* Parenthesised: storage.h makes the name a macro for programs' calls. */
+RQSPIN_API struct rqspin_storage_map *(rqspin_storage_map_create)(size_t value_size,
+								   unsigned flags)
 {
 	struct rqspin_storage_map *m;
 	uint32_t nb = bucket_count();
@@ -109,6 +112,27 @@ RQSPIN_API struct rqspin_storage_map *rqspin_storage_map_create(size_t value_siz
 	m->flags = flags;
 	m->bucket_mask = nb - 1;
 	return m;
+}
+
+/* The program's inline rqspin_storage_get was compiled with layout; the
+ * library's offsets are storage.h's (internal.h asserts each one), so its
+ * stamp is the same expression compiled here. A mismatch would make every
+ * inline lookup read the wrong words: refuse loudly rather than hand out a
+ * map. stderr, because a caller that only tests for NULL would otherwise
+ * see a strange errno and nothing else. */
+RQSPIN_API struct rqspin_storage_map *
+rqspin__storage_map_create_checked(size_t value_size, unsigned flags, uint64_t layout)
+{
+	if (layout != RQSPIN__STORAGE_LAYOUT) {
+		fprintf(stderr,
+			"librqspin %s: rqspin_storage_map_create: the program's rqspin/storage.h "
+			"has inline layout %#" PRIx64 ", this library %#" PRIx64
+			": rebuild it against this library's headers\n",
+			RQSPIN_VERSION_STRING, layout, (uint64_t)RQSPIN__STORAGE_LAYOUT);
+		errno = ELIBBAD;
+		return NULL;
+	}
+	return (rqspin_storage_map_create)(value_size, flags);
 }
 
 RQSPIN_API size_t rqspin_storage_map_value_size(const struct rqspin_storage_map *map)
