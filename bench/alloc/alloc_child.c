@@ -1,22 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rqspin-alloc-bench / `rqspin-bench alloc`: rqspin_malloc_nolock against
- * glibc malloc, jemalloc and mimalloc.
- *
- * Every measurement runs in its own process: the program re-executes
- * itself (/proc/self/exe with its original command line) with the
- * environment variable RQSPIN_ALLOC_BENCH_CHILD naming the peer and the
- * test, and with LD_PRELOAD=libjemalloc.so.2 / libmimalloc.so.2 for those
- * peers (both export malloc, so they cannot share a process); glibc runs
- * without a preload; rqspin calls rqspin_malloc_nolock/rqspin_free_nolock
- * directly. The child prints one "RESULT ..." line on stdout.
+ * The measurements of `rqspin-bench alloc`, in the child process (alloc.h):
+ * rqspin_malloc_nolock/rqspin_free_nolock called directly, or malloc/free
+ * of glibc, jemalloc or mimalloc (preloaded by the parent). One
+ * measurement per child; the parent repeats them, interleaving the peers.
  *
  * Tests:
  *   pairs    single thread, malloc+free pairs of 16, 64, 256, 1024, 4096 B
- *            (ns of thread CPU time per pair, best of 3)
+ *            (ns of thread CPU time per pair, after a warm-up pass)
  *   xthread  producer/consumer: one thread allocates batches of 256 objects
  *            (16..232 B), another frees everything it receives (all frees
- *            cross-thread); ns of process CPU time per object, best of 3
+ *            cross-thread); ns of process CPU time per object
  *   churn    larson-like: 4 threads replace random objects (16..1024 B) in
  *            their arrays; after each round every thread takes over the
  *            next thread's array, so its frees are remote; ns of process
@@ -49,16 +43,9 @@
 
 #include <rqspin/alloc.h>
 
-int alloc_bench_main(int argc, char **argv);
+#include "alloc.h"
 
-#define CHILD_ENV "RQSPIN_ALLOC_BENCH_CHILD"
-
-enum peer { P_GLIBC, P_JEMALLOC, P_MIMALLOC, P_RQSPIN, NPEERS };
-static const char *const peer_name[NPEERS] = { "glibc", "jemalloc", "mimalloc", "rqspin" };
-static const char *const peer_lib[NPEERS] = { NULL, "libjemalloc.so.2", "libmimalloc.so.2", NULL };
-
-static const unsigned pair_sizes[] = { 16, 64, 256, 1024, 4096 };
-#define NPAIRS (sizeof(pair_sizes) / sizeof(pair_sizes[0]))
+const char *const alloc_peer_name[ALLOC_NPEERS] = { "glibc", "jemalloc", "mimalloc", "rqspin" };
 
 static bool g_quick;
 static bool g_rqspin; /* child: use rqspin_malloc_nolock */
@@ -117,7 +104,7 @@ static double run_pairs(size_t size)
 	uint64_t n = g_quick ? 2000000 : 8000000;
 	double best = 1e30;
 
-	for (int rep = 0; rep < 4; rep++) { /* rep 0 warms up */
+	for (int rep = 0; rep < 2; rep++) { /* rep 0 warms up */
 		double t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), t;
 
 		if (g_rqspin) {
@@ -184,7 +171,7 @@ static double run_xthread(void)
 	double best = 1e30;
 
 	g_xbatches = (g_quick ? 1000000 : 4000000) / XBATCH;
-	for (int rep = 0; rep < 3; rep++) {
+	for (int rep = 0; rep < 1; rep++) {
 		pthread_t a, b;
 		double t0 = now_ns(CLOCK_PROCESS_CPUTIME_ID), t;
 
@@ -337,7 +324,7 @@ static void run_signal(double *ns_pair, double *nested, double *handlers)
 
 /* ---- child side ------------------------------------------------------------- */
 
-static int child_main(const char *spec)
+int alloc_child_main(const char *spec)
 {
 	char peer[32], test[32];
 	int quick = 0;
@@ -367,253 +354,3 @@ static int child_main(const char *spec)
 	return 0;
 }
 
-/* ---- parent side ------------------------------------------------------------ */
-
-static char **g_cmdline; /* our original argv, for re-executing */
-
-static bool read_cmdline(void)
-{
-	static char buf[65536];
-	int fd = open("/proc/self/cmdline", O_RDONLY);
-	ssize_t n, len = 0;
-	int argc = 0;
-
-	if (fd < 0)
-		return false;
-	while ((n = read(fd, buf + len, sizeof(buf) - 1 - (size_t)len)) > 0)
-		len += n;
-	close(fd);
-	if (len <= 0)
-		return false;
-	buf[len] = '\0';
-	for (ssize_t i = 0; i < len; i++)
-		if (buf[i] == '\0')
-			argc++;
-	g_cmdline = calloc((size_t)argc + 1, sizeof(char *));
-	if (!g_cmdline)
-		return false;
-	argc = 0;
-	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(buf + i) + 1)
-		g_cmdline[argc++] = buf + i;
-	return true;
-}
-
-static char g_libpath[NPEERS][512];
-
-static bool find_lib(enum peer p)
-{
-	static const char *const dirs[] = {
-		"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
-		"/usr/lib", "/usr/local/lib",
-	};
-	const char *env = getenv(p == P_JEMALLOC ? "RQSPIN_BENCH_JEMALLOC" : "RQSPIN_BENCH_MIMALLOC");
-
-	if (!peer_lib[p])
-		return true;
-	if (env && access(env, R_OK) == 0) {
-		snprintf(g_libpath[p], sizeof(g_libpath[p]), "%s", env);
-		return true;
-	}
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(g_libpath[p], sizeof(g_libpath[p]), "%s/%s", dirs[i], peer_lib[p]);
-		if (access(g_libpath[p], R_OK) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* Run one measurement in a child; parse up to 3 numbers. Returns the count
- * parsed (0 on failure). */
-static int run_child(enum peer p, const char *test, double out[3])
-{
-	int fds[2];
-	pid_t pid;
-	char buf[256], spec[96];
-	ssize_t n, len = 0;
-	int st, got;
-
-	if (pipe(fds) != 0)
-		return 0;
-	snprintf(spec, sizeof(spec), "%s %s %d", peer_name[p], test, g_quick ? 1 : 0);
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0)
-		return 0;
-	if (pid == 0) {
-		close(fds[0]);
-		dup2(fds[1], STDOUT_FILENO);
-		close(fds[1]);
-		setenv(CHILD_ENV, spec, 1);
-		if (peer_lib[p])
-			setenv("LD_PRELOAD", g_libpath[p], 1);
-		else
-			unsetenv("LD_PRELOAD");
-		execv("/proc/self/exe", g_cmdline);
-		_exit(127);
-	}
-	close(fds[1]);
-	while (len < (ssize_t)sizeof(buf) - 1 &&
-	       (n = read(fds[0], buf + len, sizeof(buf) - 1 - (size_t)len)) > 0)
-		len += n;
-	close(fds[0]);
-	buf[len > 0 ? len : 0] = '\0';
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return 0;
-	got = sscanf(buf, "RESULT %lf %lf %lf", &out[0], &out[1], &out[2]);
-	return got > 0 ? got : 0;
-}
-
-static void usage(FILE *f, const char *prog)
-{
-	fprintf(f,
-		"usage: %s [--quick] [--tests pairs,xthread,churn,signal] [--help]\n\n"
-		"rqspin_malloc_nolock vs glibc malloc, jemalloc and mimalloc; each peer runs\n"
-		"in its own process (LD_PRELOAD for jemalloc/mimalloc; override the library\n"
-		"paths with RQSPIN_BENCH_JEMALLOC / RQSPIN_BENCH_MIMALLOC). A peer whose\n"
-		"library is missing is left out. Default run: ~30-60 s; --quick: ~10 s.\n",
-		prog);
-}
-
-static const char *verdict(double ratio, double limit)
-{
-	return ratio <= limit ? "PASS" : "MISS";
-}
-
-int alloc_bench_main(int argc, char **argv)
-{
-	const char *child = getenv(CHILD_ENV);
-	bool want_pairs = true, want_x = true, want_churn = true, want_sig = true;
-	bool have[NPEERS];
-	double pairs[NPAIRS][NPEERS], xt[NPEERS], churn_ns[NPEERS], churn_rss[NPEERS];
-	double out[3];
-	int i;
-
-	if (child)
-		return child_main(child);
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--quick") == 0) {
-			g_quick = true;
-		} else if (strcmp(argv[i], "--tests") == 0 && i + 1 < argc) {
-			const char *t = argv[++i];
-
-			want_pairs = strstr(t, "pairs") != NULL;
-			want_x = strstr(t, "xthread") != NULL;
-			want_churn = strstr(t, "churn") != NULL;
-			want_sig = strstr(t, "signal") != NULL;
-		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout, argv[0]);
-			return 0;
-		} else {
-			usage(stderr, argv[0]);
-			return 2;
-		}
-	}
-	if (!read_cmdline()) {
-		fprintf(stderr, "%s: cannot read /proc/self/cmdline\n", argv[0]);
-		return 1;
-	}
-	for (int p = 0; p < NPEERS; p++) {
-		have[p] = find_lib((enum peer)p);
-		if (!have[p])
-			fprintf(stderr, "%s: %s not found: %s left out\n", argv[0], peer_lib[p],
-				peer_name[p]);
-	}
-	memset(pairs, 0, sizeof(pairs));
-	memset(xt, 0, sizeof(xt));
-	memset(churn_ns, 0, sizeof(churn_ns));
-	memset(churn_rss, 0, sizeof(churn_rss));
-
-	printf("rqspin alloc benchmark (%s run; each peer in its own process)\n",
-	       g_quick ? "quick" : "default");
-	printf("%-22s %10s %10s %10s %10s   %-28s\n", "test", "glibc", "jemalloc", "mimalloc",
-	       "rqspin", "rqspin vs target");
-	if (want_pairs) {
-		for (size_t s = 0; s < NPAIRS; s++) {
-			char test[32];
-			double best_jm = 1e30;
-
-			snprintf(test, sizeof(test), "pairs%u", pair_sizes[s]);
-			snprintf(test, sizeof(test), "pairs %u B (ns/pair)", pair_sizes[s]);
-			printf("%-22s", test);
-			snprintf(test, sizeof(test), "pairs%u", pair_sizes[s]);
-			for (int p = 0; p < NPEERS; p++) {
-				if (have[p] && run_child((enum peer)p, test, out) >= 1)
-					pairs[s][p] = out[0];
-				if (pairs[s][p] > 0)
-					printf(" %10.2f", pairs[s][p]);
-				else
-					printf(" %10s", "-");
-				fflush(stdout);
-			}
-			if (pairs[s][P_JEMALLOC] > 0)
-				best_jm = pairs[s][P_JEMALLOC];
-			if (pairs[s][P_MIMALLOC] > 0 && pairs[s][P_MIMALLOC] < best_jm)
-				best_jm = pairs[s][P_MIMALLOC];
-			if (pairs[s][P_RQSPIN] > 0 && pairs[s][P_GLIBC] > 0 && best_jm < 1e30) {
-				double rg = pairs[s][P_RQSPIN] / pairs[s][P_GLIBC];
-				double rj = pairs[s][P_RQSPIN] / best_jm;
-
-				printf("   %.2fx glibc %s, %.2fx je/mi %s", rg, verdict(rg, 1.0), rj,
-				       verdict(rj, 1.5));
-			}
-			printf("\n");
-		}
-	}
-	if (want_x) {
-		double best = 1e30;
-
-		printf("%-22s", "xthread (cpu-ns/obj)");
-		for (int p = 0; p < NPEERS; p++) {
-			if (have[p] && run_child((enum peer)p, "xthread", out) >= 1)
-				xt[p] = out[0];
-			if (xt[p] > 0)
-				printf(" %10.2f", xt[p]);
-			else
-				printf(" %10s", "-");
-			if (p != P_RQSPIN && xt[p] > 0 && xt[p] < best)
-				best = xt[p];
-			fflush(stdout);
-		}
-		if (xt[P_RQSPIN] > 0 && best < 1e30)
-			printf("   %.2fx fastest peer %s", xt[P_RQSPIN] / best,
-			       verdict(xt[P_RQSPIN] / best, 1.5));
-		printf("\n");
-	}
-	if (want_churn) {
-		for (int p = 0; p < NPEERS; p++)
-			if (have[p] && run_child((enum peer)p, "churn", out) >= 2) {
-				churn_ns[p] = out[0];
-				churn_rss[p] = out[1];
-			}
-		printf("%-22s", "churn (cpu-ns/op)");
-		for (int p = 0; p < NPEERS; p++) {
-			if (churn_ns[p] > 0)
-				printf(" %10.2f", churn_ns[p]);
-			else
-				printf(" %10s", "-");
-		}
-		printf("\n%-22s", "churn peak RSS (MiB)");
-		for (int p = 0; p < NPEERS; p++) {
-			if (churn_rss[p] > 0)
-				printf(" %10.1f", churn_rss[p] / 1024.0);
-			else
-				printf(" %10s", "-");
-		}
-		if (churn_rss[P_RQSPIN] > 0 && churn_rss[P_JEMALLOC] > 0)
-			printf("   %.2fx jemalloc %s", churn_rss[P_RQSPIN] / churn_rss[P_JEMALLOC],
-			       verdict(churn_rss[P_RQSPIN] / churn_rss[P_JEMALLOC], 1.5));
-		printf("\n");
-	}
-	if (want_sig) {
-		printf("%-22s %10s %10s %10s", "in a signal handler", "n/a", "n/a", "n/a");
-		if (run_child(P_RQSPIN, "signal", out) >= 3)
-			printf(" %10.2f   ns/pair; timer run: %.0f handlers, %.0f nested allocs\n",
-			       out[0], out[2], out[1]);
-		else
-			printf(" %10s\n", "failed");
-		printf("  (glibc, jemalloc and mimalloc are not async-signal-safe: not measured)\n");
-	}
-	return 0;
-}
