@@ -220,7 +220,8 @@ static void all_usage(FILE *f, const struct bench_suite *const *suites, size_t n
 	}
 	fprintf(f,
 		"\nOptions: --quick, --json FILE, --csv FILE, --plot FILE.png, --quiet, -h/--help\n"
-		"(as in every suite; see `%s lock --help`).\n\n"
+		"(as in every suite; see `%s lock --help`), and\n"
+		"  --only TAGS            only these runs (comma-separated tags, as above)\n\n"
 		"Exit status: 0 done (PASS/FAIL verdicts are informational), 1 a correctness\n"
 		"check failed, a run could not be set up or an output could not be written,\n"
 		"2 bad arguments.\n",
@@ -273,6 +274,9 @@ int bench_all_main(const struct bench_suite *const *suites, size_t n, int argc, 
 {
 	struct bench_opts base = { .run = "all" };
 	struct cli_opt opts[8];
+	const char *only = NULL;
+	char **only_tags = NULL;
+	size_t nonly = 0;
 	struct all_run runs[64];
 	struct verdict_list *v = calloc(1, sizeof(*v));
 	size_t nruns = 0, pass = 0, fail = 0;
@@ -284,9 +288,12 @@ int bench_all_main(const struct bench_suite *const *suites, size_t n, int argc, 
 		cli_error("out of memory");
 		return CLI_EXIT_FAIL;
 	}
+	size_t nopts = common_options(opts, &base);
+
+	opts[nopts++] = (struct cli_opt){ "only", CLI_STRING, &only, 0, 0, NULL, NULL, NULL };
 	/* --background-load is per run in all (see the runs). */
-	if (cli_parse_options("all", argc, argv, opts, common_options(opts, &base), &help) !=
-	    CLI_EXIT_OK) {
+	if (cli_parse_options("all", argc, argv, opts, nopts, &help) != CLI_EXIT_OK ||
+	    (only && !cli_split("--only", only, &only_tags, &nonly))) {
 		cli_usage_hint("all");
 		free(v);
 		return CLI_EXIT_USAGE;
@@ -299,8 +306,23 @@ int bench_all_main(const struct bench_suite *const *suites, size_t n, int argc, 
 	if (base.background_load) {
 		cli_error("all: --background-load: the runs of all set their own load");
 		cli_usage_hint("all");
+		free(only_tags);
 		free(v);
 		return CLI_EXIT_USAGE;
+	}
+	for (size_t k = 0; k < nonly; k++) {
+		bool known = false;
+
+		for (size_t i = 0; i < n; i++)
+			for (const struct bench_all_run *r = suites[i]->all_runs; r->tag; r++)
+				known |= strcmp(r->tag, only_tags[k]) == 0;
+		if (!known) {
+			cli_error("--only: '%s' is not a run of all (see all --help)", only_tags[k]);
+			cli_usage_hint("all");
+			free(only_tags);
+			free(v);
+			return CLI_EXIT_USAGE;
+		}
 	}
 	memset(runs, 0, sizeof(runs));
 	/* Every run parsed, prepared and its files checked before the first
@@ -311,8 +333,12 @@ int bench_all_main(const struct bench_suite *const *suites, size_t n, int argc, 
 			char *av[16];
 			bool h;
 
-			if (nruns == sizeof(runs) / sizeof(runs[0]))
-				break;
+			bool wanted = !only;
+
+			for (size_t k = 0; k < nonly; k++)
+				wanted |= strcmp(r->tag, only_tags[k]) == 0;
+			if (!wanted || nruns == sizeof(runs) / sizeof(runs[0]))
+				continue;
 			a->s = suites[i];
 			a->r = r;
 			if (!all_run_opts(a, &base, nruns)) {
@@ -374,6 +400,7 @@ out:
 		free(runs[i].csv);
 		free(runs[i].plot);
 	}
+	free(only_tags);
 	free(v);
 	return rc;
 }
