@@ -120,7 +120,7 @@ int plot_verdicts(const char *path, const char *title, const struct verdict_list
 	fputs("EOD\nset title ", gp);
 	plot_quote(gp, title);
 	fputs("\nset style fill solid 0.8\nset grid x\nset key off\n"
-	      "set xlabel 'measured / target (1 = on the target; the side that passes\n"
+	      "set xlabel 'measured / target (1 = on the target; which side passes "
 	      "depends on the target: see its text)'\n"
 	      "set ytics scale 0\n",
 	      gp);

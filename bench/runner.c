@@ -215,7 +215,8 @@ static void all_usage(FILE *f, const struct bench_suite *const *suites, size_t n
 					fprintf(f, " %s", r->quick_args[k]);
 				fprintf(f, ")");
 			}
-			fprintf(f, "%s\n", r->hog_per_cpu ? " --background-load cpus" : "");
+			fprintf(f, "%s%s\n", r->quick ? " --quick" : "",
+				r->hog_per_cpu ? " --background-load cpus" : "");
 		}
 	}
 	fprintf(f,
@@ -230,7 +231,7 @@ static void all_usage(FILE *f, const struct bench_suite *const *suites, size_t n
 
 static const char *const *run_args(const struct all_run *a)
 {
-	return a->o.quick ? a->r->quick_args : a->r->args;
+	return a->o.quick && !a->r->quick ? a->r->quick_args : a->r->args;
 }
 
 /* The run's argument vector: the suite's name and the run's options. */
@@ -254,6 +255,7 @@ static bool all_run_opts(struct all_run *a, const struct bench_opts *base, size_
 	snprintf(a->run, sizeof(a->run), "all/%s", a->r->tag);
 	a->o.run = a->run;
 	a->o.background_load = a->r->hog_per_cpu ? load_usable_cpus() : 0;
+	a->o.quick |= a->r->quick;
 	if (!a->s->own_plot)
 		a->o.plot_path = NULL;
 	if (idx == 0)

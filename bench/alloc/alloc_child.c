@@ -122,71 +122,238 @@ static double run_pairs(size_t size)
 /* ---- producer / consumer ------------------------------------------------------ */
 
 /* Objects travel in batches, so that the allocators' costs, not the
- * hand-off between the threads, dominate. */
+ * hand-off between the threads, dominate. The figure is the threads' CPU
+ * time inside their malloc and free loops only: the waiting for a full or
+ * an empty slot (yields, which the peers make hundreds of thousands of per
+ * run and we make few of) is not the allocator's cost. The process CPU
+ * time, waiting included, is the second figure. */
 #define XBATCH 256
 #define XQUEUE 16
 static void *g_batch[XQUEUE][XBATCH];
 static _Atomic int g_full[XQUEUE];
 static uint64_t g_xbatches;
+static double g_xwork_ns[2]; /* [0] producer, [1] consumer: CPU ns in the loops */
 
 static void *xproducer(void *arg)
 {
+	double work = 0;
+
 	(void)arg;
 	for (uint64_t b = 0; b < g_xbatches; b++) {
 		void **slot = g_batch[b % XQUEUE];
+		double t0;
 
 		while (atomic_load_explicit(&g_full[b % XQUEUE], memory_order_acquire))
 			sched_yield();
+		t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 		for (unsigned k = 0; k < XBATCH; k++) {
 			void *p = xmalloc(16 + (k * 24) % 240);
 
 			*(volatile uint64_t *)p = k;
 			slot[k] = p;
 		}
+		work += now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 		atomic_store_explicit(&g_full[b % XQUEUE], 1, memory_order_release);
 	}
+	g_xwork_ns[0] = work;
 	return NULL;
 }
 
 static void *xconsumer(void *arg)
 {
+	double work = 0;
+
 	(void)arg;
 	for (uint64_t b = 0; b < g_xbatches; b++) {
 		void **slot = g_batch[b % XQUEUE];
+		double t0;
 
 		while (!atomic_load_explicit(&g_full[b % XQUEUE], memory_order_acquire))
 			sched_yield();
+		t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 		for (unsigned k = 0; k < XBATCH; k++) {
 			if (*(volatile uint64_t *)slot[k] != k)
 				abort();
 			xfree(slot[k]);
 		}
+		work += now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 		atomic_store_explicit(&g_full[b % XQUEUE], 0, memory_order_release);
+	}
+	g_xwork_ns[1] = work;
+	return NULL;
+}
+
+/* ns per object in the malloc and free loops; *with_wait: process CPU. */
+static double run_xthread(double *with_wait)
+{
+	uint64_t objs;
+	pthread_t a, b;
+	double t0;
+
+	g_xbatches = (g_quick ? 1000000 : 4000000) / XBATCH;
+	objs = g_xbatches * XBATCH;
+	t0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	if (pthread_create(&b, NULL, xconsumer, NULL) || pthread_create(&a, NULL, xproducer, NULL))
+		abort();
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	*with_wait = (now_ns(CLOCK_PROCESS_CPUTIME_ID) - t0) / (double)objs;
+	return (g_xwork_ns[0] + g_xwork_ns[1]) / (double)objs;
+}
+
+/* ---- xmalloc-like ring -------------------------------------------------------- */
+
+/*
+ * XM_T threads in a ring: thread i allocates batches (random sizes 8..512 B)
+ * for thread i + 1 and frees the batches thread i - 1 made for it, so every
+ * free is remote and every thread both allocates and frees, as in xmalloc.
+ * One slot per link; a thread that can neither produce nor consume yields
+ * (not counted). The figure is the CPU time inside the malloc and free
+ * loops per object.
+ */
+#define XM_T 4
+#define XM_BATCH 128
+
+struct xm_link {
+	void *obj[XM_BATCH];
+	_Atomic int full;
+	char pad[64];
+};
+
+static struct xm_link g_xm[XM_T];
+static uint64_t g_xm_batches; /* per thread, produced and consumed */
+static double g_xm_work[XM_T];
+
+static void *xm_thread(void *arg)
+{
+	unsigned id = (unsigned)(uintptr_t)arg;
+	struct xm_link *out = &g_xm[id], *in = &g_xm[(id + XM_T - 1) % XM_T];
+	unsigned long long s = 0x2545f4914f6cdd1dull * (id + 1);
+	uint64_t made = 0, freed = 0;
+	double work = 0;
+
+	while (made < g_xm_batches || freed < g_xm_batches) {
+		bool did = false;
+		double t0;
+
+		if (made < g_xm_batches &&
+		    !atomic_load_explicit(&out->full, memory_order_acquire)) {
+			t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+			for (unsigned k = 0; k < XM_BATCH; k++) {
+				size_t sz = 8 + (size_t)(xorshift(&s) % 505);
+				unsigned char *p = xmalloc(sz);
+
+				if (!p)
+					abort();
+				p[0] = (unsigned char)k;
+				out->obj[k] = p;
+			}
+			work += now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+			atomic_store_explicit(&out->full, 1, memory_order_release);
+			made++;
+			did = true;
+		}
+		if (freed < g_xm_batches && atomic_load_explicit(&in->full, memory_order_acquire)) {
+			t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+			for (unsigned k = 0; k < XM_BATCH; k++) {
+				if (*(unsigned char *)in->obj[k] != (unsigned char)k)
+					abort();
+				xfree(in->obj[k]);
+			}
+			work += now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+			atomic_store_explicit(&in->full, 0, memory_order_release);
+			freed++;
+			did = true;
+		}
+		if (!did)
+			sched_yield();
+	}
+	g_xm_work[id] = work;
+	return NULL;
+}
+
+static double run_xmalloc(void)
+{
+	pthread_t t[XM_T];
+	double sum = 0;
+
+	g_xm_batches = (g_quick ? 250000 : 1000000) / XM_BATCH;
+	for (unsigned i = 0; i < XM_T; i++)
+		if (pthread_create(&t[i], NULL, xm_thread, (void *)(uintptr_t)i))
+			abort();
+	for (unsigned i = 0; i < XM_T; i++) {
+		pthread_join(t[i], NULL);
+		sum += g_xm_work[i];
+	}
+	return sum / ((double)g_xm_batches * XM_BATCH * XM_T);
+}
+
+/* ---- larson-like: random sizes, random cross-thread frees --------------------- */
+
+/*
+ * LS_T threads replace objects in one shared array of slots: each op picks
+ * a random slot, takes its object (atomic exchange), frees it, allocates a
+ * new one of a random size in 8..1024 B and puts it back, freeing what
+ * another thread put there meanwhile. Which thread frees an object is
+ * random, so most frees are remote; nobody ever waits. The figure is
+ * process CPU time per op.
+ */
+#define LS_T 4
+#define LS_SLOTS 16384
+
+static _Atomic(void *) g_ls[LS_SLOTS];
+static uint64_t g_ls_ops;
+
+static void *ls_thread(void *arg)
+{
+	unsigned id = (unsigned)(uintptr_t)arg;
+	unsigned long long s = 0x9e3779b97f4a7c15ull * (id + 3);
+
+	for (uint64_t i = 0; i < g_ls_ops; i++) {
+		unsigned long long x = xorshift(&s);
+		size_t slot = (size_t)(x % LS_SLOTS), sz = 8 + (size_t)((x >> 32) % 1017);
+		void *p = atomic_exchange_explicit(&g_ls[slot], NULL, memory_order_acquire);
+		char *q;
+
+		if (p)
+			xfree(p);
+		q = xmalloc(sz);
+		if (!q)
+			abort();
+		q[0] = q[sz - 1] = (char)i;
+		/* Acquire: what another thread left here was written before its
+		 * release exchange; release: our writes to q before whoever
+		 * frees it. */
+		p = atomic_exchange_explicit(&g_ls[slot], q, memory_order_acq_rel);
+		if (p)
+			xfree(p);
 	}
 	return NULL;
 }
 
-static double run_xthread(void)
+static double run_larson(void)
 {
-	double best = 1e30;
+	pthread_t t[LS_T];
+	double t0;
 
-	g_xbatches = (g_quick ? 1000000 : 4000000) / XBATCH;
-	for (int rep = 0; rep < 1; rep++) {
-		pthread_t a, b;
-		double t0 = now_ns(CLOCK_PROCESS_CPUTIME_ID), t;
-
-		if (pthread_create(&b, NULL, xconsumer, NULL) || pthread_create(&a, NULL, xproducer, NULL))
+	g_ls_ops = (g_quick ? 250000 : 1000000);
+	t0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	for (unsigned i = 0; i < LS_T; i++)
+		if (pthread_create(&t[i], NULL, ls_thread, (void *)(uintptr_t)i))
 			abort();
-		pthread_join(a, NULL);
-		pthread_join(b, NULL);
-		t = (now_ns(CLOCK_PROCESS_CPUTIME_ID) - t0) / (double)(g_xbatches * XBATCH);
-		if (t < best)
-			best = t;
+	for (unsigned i = 0; i < LS_T; i++)
+		pthread_join(t[i], NULL);
+	t0 = (now_ns(CLOCK_PROCESS_CPUTIME_ID) - t0) / ((double)g_ls_ops * LS_T);
+	for (size_t i = 0; i < LS_SLOTS; i++) {
+		void *p = atomic_load_explicit(&g_ls[i], memory_order_relaxed);
+
+		if (p)
+			xfree(p);
 	}
-	return best;
+	return t0;
 }
 
-/* ---- larson-like churn --------------------------------------------------------- */
+/* ---- churn: arrays rotating between threads ------------------------------------ */
 
 #define CT 4        /* threads */
 #define CSLOTS 4000 /* objects per array */
@@ -336,7 +503,13 @@ int alloc_child_main(const char *spec)
 	if (strncmp(test, "pairs", 5) == 0) {
 		printf("RESULT %.4f\n", run_pairs((size_t)strtoul(test + 5, NULL, 10)));
 	} else if (strcmp(test, "xthread") == 0) {
-		printf("RESULT %.4f\n", run_xthread());
+		double with_wait, ns = run_xthread(&with_wait);
+
+		printf("RESULT %.4f %.4f\n", ns, with_wait);
+	} else if (strcmp(test, "xmalloc") == 0) {
+		printf("RESULT %.4f\n", run_xmalloc());
+	} else if (strcmp(test, "larson") == 0) {
+		printf("RESULT %.4f\n", run_larson());
 	} else if (strcmp(test, "churn") == 0) {
 		double ns, rss;
 

@@ -798,9 +798,9 @@ const struct bench_suite bench_suite_lock = {
 	/* Idle, then with one CPU-bound process per CPU (fewer repeats, no
 	 * uncontended pass: the loaded run is about the contended figures). */
 	.all_runs = {
-		{ .tag = "lock", .args = { "--duration-ms", "300", "--repeats", "3", NULL } },
+		{ .tag = "lock", .args = { "--duration-ms", "250", "--repeats", "3", NULL } },
 		{ .tag = "lock-loaded",
-		  .args = { "--duration-ms", "200", "--repeats", "3", "--uncontended-ms", "0", NULL },
+		  .args = { "--duration-ms", "150", "--repeats", "2", "--uncontended-ms", "0", NULL },
 		  .quick_args = { "--uncontended-ms", "0", NULL },
 		  .hog_per_cpu = true },
 	},
