@@ -186,6 +186,7 @@ int bench_suite_main(const struct bench_suite *s, int argc, char **argv)
 struct all_run {
 	const struct bench_suite *s;
 	const struct bench_all_run *r;
+	bool quick_args;         /* all --quick: the run's quick_args */
 	struct bench_opts o;
 	char run[64];
 	char *json, *csv, *plot; /* derived names (malloc'ed) */
@@ -209,14 +210,12 @@ static void all_usage(FILE *f, const struct bench_suite *const *suites, size_t n
 			fprintf(f, "  %-14s %s", r->tag, suites[i]->name);
 			for (size_t k = 0; r->args[k]; k++)
 				fprintf(f, " %s", r->args[k]);
-			if (r->quick_args[0]) {
-				fprintf(f, "   (--quick:");
-				for (size_t k = 0; r->quick_args[k]; k++)
-					fprintf(f, " %s", r->quick_args[k]);
-				fprintf(f, ")");
-			}
 			fprintf(f, "%s%s\n", r->quick ? " --quick" : "",
 				r->hog_per_cpu ? " --background-load cpus" : "");
+			fprintf(f, "  %-14s   all --quick:", "");
+			for (size_t k = 0; r->quick_args[k]; k++)
+				fprintf(f, " %s", r->quick_args[k]);
+			fprintf(f, " --quick\n");
 		}
 	}
 	fprintf(f,
@@ -231,7 +230,7 @@ static void all_usage(FILE *f, const struct bench_suite *const *suites, size_t n
 
 static const char *const *run_args(const struct all_run *a)
 {
-	return a->o.quick && !a->r->quick ? a->r->quick_args : a->r->args;
+	return a->quick_args ? a->r->quick_args : a->r->args;
 }
 
 /* The run's argument vector: the suite's name and the run's options. */
@@ -255,6 +254,7 @@ static bool all_run_opts(struct all_run *a, const struct bench_opts *base, size_
 	snprintf(a->run, sizeof(a->run), "all/%s", a->r->tag);
 	a->o.run = a->run;
 	a->o.background_load = a->r->hog_per_cpu ? load_usable_cpus() : 0;
+	a->quick_args = base->quick;
 	a->o.quick |= a->r->quick;
 	if (!a->s->own_plot)
 		a->o.plot_path = NULL;

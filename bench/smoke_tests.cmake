@@ -30,7 +30,7 @@ function(bench_json_test name suite)
   set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS bench)
 endfunction()
 bench_json_test(bench_torture_quick torture torture --quick)
-bench_json_test(bench_alloc_quick alloc alloc --quick)
+bench_json_test(bench_alloc_quick alloc alloc --quick --repeats 1)
 bench_json_test(bench_storage_quick storage storage --quick --owners 1000 --reps 1)
 # --background-load: the hogs run and the JSON records them.
 add_test(NAME bench_background_load

@@ -41,7 +41,7 @@ struct bench_all_run {
 	const char *tag;          /* names the run; its files are out.TAG.json etc. */
 	const char *args[8];      /* the suite's own options, NULL-terminated */
 	const char *quick_args[8];/* the same for `all --quick` (--quick is added) */
-	bool quick;               /* --quick sizes also in the full `all` */
+	bool quick;               /* --quick sizes also in the full `all` (with args) */
 	bool hog_per_cpu;         /* with --background-load = usable CPUs */
 };
 

@@ -665,7 +665,8 @@ const struct bench_suite bench_suite_alloc = {
 	.cleanup = cleanup,
 	.own_plot = true,
 	.all_runs = {
-		{ .tag = "alloc", .args = { "--repeats", "2", NULL }, .quick = true },
+		{ .tag = "alloc", .args = { "--repeats", "2", NULL },
+		  .quick_args = { "--repeats", "1", NULL }, .quick = true },
 	},
 	.child = child,
 };
