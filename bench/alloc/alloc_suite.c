@@ -601,9 +601,19 @@ static int run(const struct bench_opts *bo, struct verdict_list *v)
 			for (unsigned r = 0; r < MAX_REPEATS; r++)
 				res[t][p][r] = NAN;
 	for (int p = 0; p < ALLOC_NPEERS; p++) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+		/* The sanitizer's runtime owns malloc: another one preloaded
+		 * under it hangs or crashes the child. */
+		if (peer_lib[p]) {
+			cfg.have[p] = false;
+			cli_error("alloc: %s left out in a sanitizer build", alloc_peer_name[p]);
+			continue;
+		}
+#endif
 		cfg.have[p] = find_lib((enum alloc_peer)p);
 		if (!cfg.have[p])
-			cli_error("alloc: %s not found: %s left out", peer_lib[p], alloc_peer_name[p]);
+			cli_error("alloc: %s not found: %s left out",
+				  peer_lib[p] ? peer_lib[p] : "?", alloc_peer_name[p]);
 	}
 	sysinfo_collect(&sys);
 	load_snapshot(&l0);

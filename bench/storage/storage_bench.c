@@ -771,6 +771,20 @@ static double maps_latency(int nmaps, bool outer_section, unsigned spread)
 	return median(v, reps);
 }
 
+#if defined(__SANITIZE_THREAD__)
+/* liburcu is not instrumented: ThreadSanitizer cannot see its grace periods
+ * (storage.h, docs/tsan.md); silence what it reports from inside it, and
+ * the rculfhash baseline's nodes, freed after a grace period. */
+const char *__tsan_default_suppressions(void);
+const char *__tsan_default_suppressions(void)
+{
+	return "called_from_lib:liburcu-bp.so\ncalled_from_lib:liburcu-common.so\n"
+	       "called_from_lib:liburcu-memb.so\ncalled_from_lib:liburcu-cds.so\n"
+	       /* the rculfhash baseline's node, freed after a grace period */
+	       "race:lf_free\nrace:lf_match\n";
+}
+#endif
+
 /* ---- the suite ---------------------------------------------------------- */
 
 #define MAX_OWNER_COUNTS 8
