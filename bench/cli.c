@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lock_peers.h"
 
 const char *cli_prog = "rqspin-bench";
 
@@ -137,51 +136,6 @@ void cli_progress(bool quiet, const char *fmt, ...)
 	fflush(stderr);
 }
 
-bool cli_parse_locks(const char *s, const struct lock_peer ***locks, size_t *nlocks)
-{
-	const struct lock_peer **l;
-	char **names;
-	size_t n;
-
-	free(*locks);
-	*locks = NULL;
-	*nlocks = 0;
-	if (strcmp(s, "all") == 0) {
-		l = malloc(lock_peers_count * sizeof(*l));
-		if (!l)
-			return false;
-		*locks = l;
-		for (size_t i = 0; i < lock_peers_count; i++)
-			if (!(lock_peers[i]->flags & LP_NOT_DEFAULT))
-				l[(*nlocks)++] = lock_peers[i];
-		return true;
-	}
-	if (!cli_split("--locks", s, &names, &n))
-		return false;
-	l = malloc(n * sizeof(*l));
-	if (!l) {
-		free(names);
-		return false;
-	}
-	*locks = l;
-	for (size_t i = 0; i < n; i++) {
-		const struct lock_peer *p = lock_peer_find(names[i]);
-		bool dup = false;
-
-		if (!p) {
-			cli_error("--locks: unknown lock '%s' (see --help for the list)", names[i]);
-			free(names);
-			return false;
-		}
-		for (size_t k = 0; k < *nlocks; k++)
-			dup |= l[k] == p;
-		if (!dup)
-			l[(*nlocks)++] = p;
-	}
-	free(names);
-	return true;
-}
-
 static bool cli_apply(const struct cli_opt *o, const char *value)
 {
 	char name[64];
@@ -200,8 +154,6 @@ static bool cli_apply(const struct cli_opt *o, const char *value)
 		free(*(unsigned **)o->dest);
 		*(unsigned **)o->dest = NULL;
 		return cli_parse_uint_list(name, value, o->min, o->max, o->dest, o->count);
-	case CLI_LOCKS:
-		return cli_parse_locks(value, o->dest, o->count);
 	case CLI_CUSTOM:
 		return o->parse(value, o->dest);
 	}

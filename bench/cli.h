@@ -31,11 +31,6 @@ bool cli_no_operands(const char *sub, int argc, char *const *argv);
 /* Print "prog: msg" on stderr (printf-style). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* --locks: "all" (the default set) or a comma-separated list of lock names,
- * duplicates dropped. Frees *locks first; *locks is malloc'ed. */
-struct lock_peer;
-bool cli_parse_locks(const char *s, const struct lock_peer ***locks, size_t *nlocks);
-
 /* One option of a subcommand, for cli_parse_options. dest is what the value
  * goes into:
  *   CLI_FLAG       bool *          (no value; set to true)
@@ -43,11 +38,10 @@ bool cli_parse_locks(const char *s, const struct lock_peer ***locks, size_t *nlo
  *   CLI_UINT       unsigned *      in [min, max]
  *   CLI_UINT_LIST  unsigned **     comma-separated, each in [min, max]; the
  *                                  old list is freed, *count set
- *   CLI_LOCKS      const struct lock_peer ***, as cli_parse_locks; *count set
  *   CLI_CUSTOM     anything: parse(value, dest) checks and stores it (and
  *                  says what is wrong)
  * seen, when not NULL, is set to true when the option is given. */
-enum cli_kind { CLI_FLAG, CLI_STRING, CLI_UINT, CLI_UINT_LIST, CLI_LOCKS, CLI_CUSTOM };
+enum cli_kind { CLI_FLAG, CLI_STRING, CLI_UINT, CLI_UINT_LIST, CLI_CUSTOM };
 struct cli_opt {
 	const char *name; /* without the leading "--" */
 	enum cli_kind kind;

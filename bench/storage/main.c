@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* rqspin-storage-bench: see storage_bench.c. */
-int storage_bench_main(int argc, char **argv);
+/* rqspin-storage-bench: `rqspin-bench storage` as a program of its own
+ * (linked with jemalloc when installed; see CMakeLists.txt). */
+#include "runner.h"
+#include "suite.h"
+
+extern const struct bench_suite bench_suite_storage;
 
 int main(int argc, char **argv)
 {
-	return storage_bench_main(argc, argv);
+	return bench_suite_main(&bench_suite_storage, argc, argv);
 }

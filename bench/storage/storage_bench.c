@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rqspin-storage-bench: object-local storage against hash tables keyed by
- * the owner's address (the article's open question).
+ * `rqspin-bench storage` (also built as rqspin-storage-bench): object-local
+ * storage against hash tables keyed by the owner's address.
  *
  *  1. get latency with 1, 16, 17, 24, 32, 100 maps per owner: one hot
  *     owner, maps read in creation order (the kernel's local-storage
- *     "sequential get", whose published figures are printed alongside);
+ *     "sequential get", whose published figures are printed alongside),
+ *     also with the caller in a read section, and with map ids that all
+ *     share one home slot of the owner's index (every get past the first
+ *     value probes);
  *  2. 1K .. 1M owners with one 8-byte value each, for object-local storage
- *     (rqspin_malloc_nolock values, and the malloc flag), liburcu's
+ *     (rqspin_malloc_nolock values; the same with every get inside
+ *     rqspin_storage_read_lock/unlock, as a caller that may race with the
+ *     owner's destruction must; and the malloc flag), liburcu's
  *     rculfhash (memb flavour, resized to fit before gets are measured) and
  *     an open-addressing table under one rqspinlock, and a floor (the owner
  *     points straight at a bare value: the least any one-pointer design
@@ -51,7 +56,9 @@
 #include <rqspin/rqspinlock.h>
 #include <rqspin/storage.h>
 
-int storage_bench_main(int argc, char **argv);
+#include "cli.h"
+#include "output.h"
+#include "suite.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -187,9 +194,13 @@ static void make_perm(uint32_t *p, unsigned long n, uint64_t seed)
  * which the owner holds one pointer and the value lives elsewhere: the
  * owner points straight at a bare 8-byte value (no header, no key check, no
  * deletion safety), so values sit 8 bytes apart. */
-enum method { M_STORAGE, M_STORAGE_MALLOC, M_LFHT, M_OATAB, M_FLOOR, M_N };
-static const char *method_name[M_N] = { "local storage (nolock)", "local storage (malloc)",
-					"rculfhash", "open addressing + lock",
+/* M_STORAGE_LOCKED is M_STORAGE with every get inside
+ * rqspin_storage_read_lock/unlock: what a caller that may race with the
+ * owner's destruction must do (storage.h, "Contract"). */
+enum method { M_STORAGE, M_STORAGE_LOCKED, M_STORAGE_MALLOC, M_LFHT, M_OATAB, M_FLOOR, M_N };
+static const char *method_name[M_N] = { "local storage (nolock)",
+					"local storage, get in read lock",
+					"local storage (malloc)", "rculfhash", "open addressing + lock",
 					"floor: owner -> bare value" };
 
 /* object-local storage */
@@ -296,6 +307,7 @@ static void method_setup(enum method m, unsigned long n)
 {
 	switch (m) {
 	case M_STORAGE:
+	case M_STORAGE_LOCKED:
 	case M_STORAGE_MALLOC:
 		smap = rqspin_storage_map_create(8, m == M_STORAGE_MALLOC ?
 							    RQSPIN_STORAGE_MAP_F_MALLOC : 0);
@@ -337,6 +349,7 @@ static void method_teardown(enum method m)
 {
 	switch (m) {
 	case M_STORAGE:
+	case M_STORAGE_LOCKED:
 	case M_STORAGE_MALLOC:
 		rqspin_storage_map_destroy(smap);
 		smap = NULL;
@@ -364,6 +377,7 @@ static void create_range(enum method m, unsigned long lo, unsigned long hi)
 
 		switch (m) {
 		case M_STORAGE:
+		case M_STORAGE_LOCKED:
 		case M_STORAGE_MALLOC:
 			if (!rqspin_storage_get(smap, &o->st, &v, RQSPIN_STORAGE_F_CREATE, NULL))
 				die("storage create");
@@ -403,6 +417,7 @@ static void destroy_range(enum method m, unsigned long lo, unsigned long hi)
 
 		switch (m) {
 		case M_STORAGE:
+		case M_STORAGE_LOCKED:
 		case M_STORAGE_MALLOC:
 			rqspin_storage_owner_destroy(&o->st);
 			o->st = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT; /* reused */
@@ -452,6 +467,15 @@ static uint64_t get_loop(enum method m, const uint32_t *order, unsigned long cou
 			uint64_t *v = rqspin_storage_get(smap, &o->st, NULL, 0, NULL);
 
 			sum += *v;
+			break;
+		}
+		case M_STORAGE_LOCKED: {
+			uint64_t *v;
+
+			rqspin_storage_read_lock();
+			v = rqspin_storage_get(smap, &o->st, NULL, 0, NULL);
+			sum += *v;
+			rqspin_storage_read_unlock();
 			break;
 		}
 		case M_LFHT: {
@@ -595,7 +619,6 @@ struct row {
 
 static int reps = 3;
 static bool quick;
-
 static bool reps_given;
 
 #define WARM_PASSES 8ul
@@ -628,7 +651,7 @@ static void measure_once(enum method m, unsigned long n, int nthreads, int k,
 			s->bytes = (double)((oa.mask + 1) * sizeof(*oa.ent)) / (double)n;
 		else
 			s->bytes = now > base ? (double)(now - base) / (double)n : 0;
-		if (m == M_STORAGE || m == M_STORAGE_MALLOC)
+		if (m == M_STORAGE || m == M_STORAGE_LOCKED || m == M_STORAGE_MALLOC)
 			s->bytes += sizeof(struct rqspin_storage_owner);
 		if (m == M_FLOOR)
 			s->bytes += sizeof(uint64_t *);
@@ -692,10 +715,20 @@ static void measure_all(unsigned long n, int nthreads, struct row out[M_N])
 	}
 }
 
-/* Sequential get over nmaps maps of one hot owner, ns per get. */
-static double maps_latency(int nmaps, bool outer_section)
+/*
+ * Sequential get over nmaps maps of one hot owner, ns per get.
+ *
+ * spread 1: the maps get ids 0..nmaps-1, each in its own home slot of the
+ * owner's index. spread S (a power of two at least the index's capacity):
+ * their ids are 0, S, 2S, ... so all share one home slot and every get
+ * past the first value probes. Ids are the lowest free ones (map.c), and
+ * no other map exists while this runs: the fillers in between are created
+ * to use up the ids and destroyed at the end.
+ */
+static double maps_latency(int nmaps, bool outer_section, unsigned spread)
 {
-	struct rqspin_storage_map **ms = calloc((size_t)nmaps, sizeof(*ms));
+	size_t nall = (size_t)(nmaps - 1) * spread + 1;
+	struct rqspin_storage_map **ms = calloc(nall, sizeof(*ms));
 	struct owner *o = &owners[0];
 	unsigned long rounds = (quick ? 1000000ul : 4000000ul) / (unsigned long)nmaps;
 	double v[16];
@@ -703,11 +736,14 @@ static double maps_latency(int nmaps, bool outer_section)
 
 	if (!ms)
 		die("calloc");
+	for (size_t i = 0; i < nall; i++)
+		if (!(ms[i] = rqspin_storage_map_create(8, 0)))
+			die("maps setup");
 	for (int i = 0; i < nmaps; i++) {
 		uint64_t x = (uint64_t)i + 1;
 
-		ms[i] = rqspin_storage_map_create(8, 0);
-		if (!ms[i] || !rqspin_storage_get(ms[i], &o->st, &x, RQSPIN_STORAGE_F_CREATE, NULL))
+		if (!rqspin_storage_get(ms[(size_t)i * spread], &o->st, &x, RQSPIN_STORAGE_F_CREATE,
+					NULL))
 			die("maps setup");
 	}
 	for (int k = 0; k < reps; k++) {
@@ -718,7 +754,8 @@ static double maps_latency(int nmaps, bool outer_section)
 		t0 = now_ns();
 		for (unsigned long r = 0; r < rounds; r++)
 			for (int i = 0; i < nmaps; i++)
-				sum += *(uint64_t *)rqspin_storage_get(ms[i], &o->st, NULL, 0, NULL);
+				sum += *(uint64_t *)rqspin_storage_get(ms[(size_t)i * spread], &o->st,
+								       NULL, 0, NULL);
 		t1 = now_ns();
 		if (outer_section)
 			rqspin_storage_read_unlock();
@@ -728,86 +765,297 @@ static double maps_latency(int nmaps, bool outer_section)
 		die("checksum");
 	rqspin_storage_owner_destroy(&o->st);
 	o->st = (struct rqspin_storage_owner)RQSPIN_STORAGE_OWNER_INIT; /* reused */
-	for (int i = 0; i < nmaps; i++)
+	for (size_t i = 0; i < nall; i++)
 		rqspin_storage_map_destroy(ms[i]);
 	free(ms);
 	return median(v, reps);
 }
 
-static void usage(void)
+#if defined(__SANITIZE_THREAD__)
+/* liburcu is not instrumented: ThreadSanitizer cannot see its grace periods
+ * (storage.h, docs/tsan.md); silence what it reports from inside it, and
+ * the rculfhash baseline's nodes, freed after a grace period. */
+const char *__tsan_default_suppressions(void);
+const char *__tsan_default_suppressions(void)
 {
-	printf("usage: rqspin-storage-bench [--quick] [--wall] [--reps N] [--owners LIST] "
-	       "[--threads LIST]\n"
-	       "  --quick        fewer gets per point (and 1K..100K owners unless --owners)\n"
-	       "  --wall         time with CLOCK_MONOTONIC (default: each thread's CPU time)\n"
-	       "  --reps N       runs per point, median reported (1..15; default 3, and 1 for\n"
-	       "                 1M owners)\n"
-	       "  --owners LIST  owner counts, e.g. 1000,10000,100000,1000000 (the default)\n"
-	       "  --threads LIST 1, 2 or 1,2 (the default)\n");
+	return "called_from_lib:liburcu-bp.so\ncalled_from_lib:liburcu-common.so\n"
+	       "called_from_lib:liburcu-memb.so\ncalled_from_lib:liburcu-cds.so\n"
+	       /* the rculfhash baseline's node, freed after a grace period */
+	       "race:lf_free\nrace:lf_match\n";
+}
+#endif
+
+/* ---- the suite ---------------------------------------------------------- */
+
+#define MAX_OWNER_COUNTS 8
+#define NMAPCOUNTS 6
+
+static const int map_counts[NMAPCOUNTS] = { 1, 16, 17, 24, 32, 100 };
+/* Kernel, overhead-adjusted sequential get (docs/design.md, "Storage"). */
+static const double kernel_ns[NMAPCOUNTS] = { 12.1, 13.8, 16.8, 40.9, 65.2, 148.2 };
+/* Map ids this far apart share the home slot in the index of an owner
+ * with up to 100 values (capacity 256 at most, kept 3/4 full). */
+#define COLLIDE_SPREAD 256u
+
+static struct {
+	const struct bench_opts *o;
+	unsigned *owners, *threads;
+	size_t nowners, nthreads;
+	bool owners_given;
+	unsigned reps;
+} cfg;
+
+static void help(FILE *f)
+{
+	fprintf(f,
+		"Object-local storage against hash tables keyed by the owner's address:\n"
+		"  1. get latency with 1, 16, 17, 24, 32, 100 maps per owner (one hot owner,\n"
+		"     maps read in creation order), with and without the caller in a read\n"
+		"     section, and with map ids that all share one home slot in the owner's\n"
+		"     index, next to the kernel's published figures;\n"
+		"  2. per owner count and thread count: object-local storage (nolock and malloc\n"
+		"     values; and every get inside rqspin_storage_read_lock/unlock, as a caller\n"
+		"     racing deletes must), liburcu's rculfhash, an open-addressing table under one\n"
+		"     rqspinlock and a floor (a bare pointer): get in random owner order (and\n"
+		"     after reading the owner), create and destroy rates, bytes per owner.\n"
+		"Figures are medians of --reps runs, interleaved across the methods.\n"
+		"Targets: cache-hit get <= 5 ns; 100 maps <= 3x the 1-map cost; >= 5x faster\n"
+		"than rculfhash at 100K owners; <= 192 B/owner at 1M owners.\n\n"
+		"Options:\n"
+		"  --owners LIST    owner counts, 1..10000000 (default 1000,10000,100000,1000000;\n"
+		"                   --quick: 1000,10000,100000)\n"
+		"  --threads LIST   1, 2 or 1,2 (the default)\n"
+		"  --reps N         runs per point, median reported, 1..%d (default 3, and 1 for\n"
+		"                   1M owners or more unless given)\n"
+		"  --wall           time with CLOCK_MONOTONIC (default: each thread's CPU time)\n"
+		"  --quick          fewer gets per point, and owners up to 100K\n"
+		"  --csv FILE       one row per owner count, thread count and method\n",
+		MAX_RUNS - 1);
 }
 
-static int parse_list(const char *s, unsigned long *out, int max)
+static void cleanup(void)
 {
-	int n = 0;
-	char *end;
+	free(cfg.owners);
+	free(cfg.threads);
+	cfg.owners = cfg.threads = NULL;
+	free(owners);
+	free(perm);
+	free(perm2);
+	owners = NULL;
+	perm = perm2 = NULL;
+}
 
-	while (*s && n < max) {
-		out[n++] = strtoul(s, &end, 10);
-		if (end == s || out[n - 1] == 0)
-			return -1;
-		s = *end == ',' ? end + 1 : end;
-		if (*end && *end != ',')
-			return -1;
+static size_t options(struct cli_opt *opts, size_t max)
+{
+	const struct cli_opt o[] = {
+		{ "owners", CLI_UINT_LIST, &cfg.owners, 1, 10000000, &cfg.nowners, NULL,
+		  &cfg.owners_given },
+		{ "threads", CLI_UINT_LIST, &cfg.threads, 1, 2, &cfg.nthreads, NULL, NULL },
+		{ "reps", CLI_UINT, &cfg.reps, 1, MAX_RUNS - 1, NULL, NULL, &reps_given },
+		{ "wall", CLI_FLAG, &wall_clock, 0, 0, NULL, NULL, NULL },
+	};
+	size_t n = sizeof(o) / sizeof(o[0]);
+
+	cleanup();
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.reps = 3;
+	reps_given = false;
+	wall_clock = false;
+	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
+	return n < max ? n : max;
+}
+
+static bool prepare(const struct bench_opts *bo)
+{
+	cfg.o = bo;
+	quick = bo->quick;
+	reps = (int)cfg.reps;
+	if (cfg.nowners > MAX_OWNER_COUNTS) {
+		cli_error("--owners: at most %d counts", MAX_OWNER_COUNTS);
+		return false;
 	}
-	return n;
+	if (!cfg.owners && !cli_parse_uint_list("--owners", quick ? "1000,10000,100000"
+								  : "1000,10000,100000,1000000",
+						1, 10000000, &cfg.owners, &cfg.nowners))
+		return false;
+	if (!cfg.threads && !cli_parse_uint_list("--threads", "1,2", 1, 2, &cfg.threads,
+						 &cfg.nthreads))
+		return false;
+	return true;
 }
 
-int storage_bench_main(int argc, char **argv)
+/*
+ * Per owner count n, thread count and method (5 methods), run: building,
+ * WARM_PASSES passes and the two get jobs, at least gets = 1M (quick 250K)
+ * per job, create and destroy: about 10 ns per operation while the owners
+ * fit in the caches, 500 ns from 100K owners on (measured with --quick on
+ * the 2-core reference machine, under its usual load from other work); 2
+ * threads take about twice as long (the machine is shared). The maps part: reps x 2 x 6 x (4M or 1M) gets of
+ * ~10 ns.
+ */
+static double estimate_s(const struct bench_opts *bo)
 {
-	static const int map_counts[] = { 1, 16, 17, 24, 32, 100 };
-	/* Kernel, overhead-adjusted sequential get (docs/design.md, "Storage"). */
-	static const double kernel_ns[] = { 12.1, 13.8, 16.8, 40.9, 65.2, 148.2 };
-	unsigned long nowners[8] = { 1000, 10000, 100000, 1000000 }, nthr[2] = { 1, 2 };
-	int nn = 4, nt = 2;
-	double lat[6], lat_sec[6];
-	struct row res[8][2][M_N];
-	bool owners_given = false;
-	unsigned long maxn = 0;
-	int fails = 0, checked = 0;
+	double s = 3.0 * cfg.reps * NMAPCOUNTS * (bo->quick ? 1e6 : 4e6) * 10e-9;
+	double thr = 0;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--quick")) {
-			quick = true;
-		} else if (!strcmp(argv[i], "--wall")) {
-			wall_clock = true;
-		} else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
-			reps = atoi(argv[++i]);
-			if (reps < 1 || reps > 15)
-				return usage(), 2;
-			reps_given = true;
-		} else if (!strcmp(argv[i], "--owners") && i + 1 < argc) {
-			nn = parse_list(argv[++i], nowners, 8);
-			if (nn <= 0)
-				return usage(), 2;
-			owners_given = true;
-		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-			nt = parse_list(argv[++i], nthr, 2);
-			if (nt <= 0 || nthr[0] > 2 || (nt == 2 && nthr[1] > 2))
-				return usage(), 2;
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage();
-			return 0;
-		} else {
-			usage();
-			return 2;
+	for (size_t i = 0; i < cfg.nthreads; i++)
+		thr += cfg.threads[i];
+	for (size_t i = 0; i < cfg.nowners; i++) {
+		double n = cfg.owners[i];
+		double gets = bo->quick ? 250000 : 1000000;
+		double per_run = (WARM_PASSES * n > gets / 4 ? WARM_PASSES * n : gets / 4) +
+				 2 * (gets > n ? gets : n) + 4 * n;
+		unsigned runs = n >= 1000000 && !reps_given ? 1 : cfg.reps;
+		double op_s = (10 + 490 * (n < 100000 ? n / 100000 : 1)) * 1e-9;
+
+		s += thr * M_N * runs * per_run * op_s;
+	}
+	return s;
+}
+
+struct storage_results {
+	double lat[NMAPCOUNTS], lat_sec[NMAPCOUNTS], lat_collide[NMAPCOUNTS];
+	struct row res[MAX_OWNER_COUNTS][2][M_N];
+};
+
+static void add_verdict(struct verdict_list *v, double value, double limit, bool ge,
+			const char *target, const char *measured)
+{
+	struct verdict *d = vl_add(v, "storage", value, limit, ge);
+
+	if (d) {
+		snprintf(d->target, sizeof(d->target), "%s", target);
+		snprintf(d->measured, sizeof(d->measured), "%s", measured);
+	}
+}
+
+static void storage_verdicts(const struct storage_results *r, struct verdict_list *v)
+{
+	char t[112], m[112];
+
+	snprintf(m, sizeof(m), "%.2f ns", r->lat[0]);
+	add_verdict(v, r->lat[0], 5.0, false, "cache-hit get <= 5 ns", m);
+	/* 1 map is the first-value hit of storage.h; from 2 maps on, the
+	 * others are index hits (the home slot inline, collisions in the
+	 * library): the 16-map ratio shows the cost growing (or not) past
+	 * the kernel's cache size. */
+	snprintf(m, sizeof(m), "%.2f vs %.2f ns (100 / 16 maps: %.2fx)", r->lat[5], r->lat[0],
+		 r->lat[5] / r->lat[1]);
+	add_verdict(v, r->lat[5] / r->lat[0], 3.0, false, "100 maps: get <= 3x the 1-map cost", m);
+	/* Info: the same with every id in one home slot (no target). */
+	snprintf(m, sizeof(m), "%.2f vs %.2f ns", r->lat_collide[5], r->lat[0]);
+	add_verdict(v, r->lat_collide[5] / r->lat[0], 3.0, false,
+		    "100 maps, ids in one home slot: get vs the 1-map cost", m);
+	if (v->n)
+		v->v[v->n - 1].status = V_INFO;
+	for (size_t i = 0; i < cfg.nowners; i++) {
+		if (cfg.owners[i] == 100000) {
+			for (size_t ti = 0; ti < cfg.nthreads; ti++) {
+				/* Medians of the per-run ratios (measure_all). */
+				double x = r->res[i][ti][M_STORAGE].lfht_x;
+				double y = r->res[i][ti][M_STORAGE].lfht_touch_x;
+
+				snprintf(t, sizeof(t),
+					 "100K owners, %u thread%s: get >= 5x faster than rculfhash",
+					 cfg.threads[ti], cfg.threads[ti] > 1 ? "s" : "");
+				snprintf(m, sizeof(m), "%.1fx (owner read + get: %.1fx)", x, y);
+				add_verdict(v, x, 5.0, true, t, m);
+			}
+		}
+		if (cfg.owners[i] == 1000000) {
+			double b = r->res[i][0][M_STORAGE].bytes;
+
+			snprintf(m, sizeof(m), "%.0f B", b);
+			add_verdict(v, b, 192, false, "1M owners, one 8-byte value: <= 192 B/owner", m);
 		}
 	}
-	if (quick && !owners_given)
-		nn = 3;
+}
+
+static int write_json(const char *path, const struct storage_results *r,
+		      const struct sysinfo_rec *sys, const struct load_share *load,
+		      const struct verdict_list *v)
+{
+	FILE *f = output_open("--json", path);
+	struct json j;
+
+	if (!f)
+		return -1;
+	bench_json_begin(&j, f, "storage", cfg.o, sys, load);
+	json_begin_object(&j, "config");
+	json_string(&j, "process_allocator", malloc_name());
+	json_uint(&j, "reps", cfg.reps);
+	json_string(&j, "timing", wall_clock ? "wall clock" : "thread CPU time");
+	json_end_object(&j);
+	json_begin_array(&j, "maps");
+	for (int i = 0; i < NMAPCOUNTS; i++) {
+		json_begin_object(&j, NULL);
+		json_uint(&j, "maps", (uint64_t)map_counts[i]);
+		json_double(&j, "get_ns", r->lat[i]);
+		json_double(&j, "get_ns_in_read_section", r->lat_sec[i]);
+		json_double(&j, "get_ns_ids_colliding", r->lat_collide[i]);
+		json_double(&j, "kernel_ns", kernel_ns[i]);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_begin_array(&j, "owners");
+	for (size_t i = 0; i < cfg.nowners; i++) {
+		for (size_t ti = 0; ti < cfg.nthreads; ti++) {
+			for (int m = 0; m < M_N; m++) {
+				const struct row *x = &r->res[i][ti][m];
+
+				json_begin_object(&j, NULL);
+				json_uint(&j, "owners", cfg.owners[i]);
+				json_uint(&j, "threads", cfg.threads[ti]);
+				json_string(&j, "method", method_name[m]);
+				json_double(&j, "get_ns", x->get_ns);
+				json_double(&j, "owner_read_get_ns", x->touch_ns);
+				json_double(&j, "create_mops", x->create_mops);
+				json_double(&j, "destroy_mops", x->destroy_mops);
+				json_double(&j, "bytes_per_owner", x->bytes);
+				json_end_object(&j);
+			}
+		}
+	}
+	json_end_array(&j);
+	bench_json_end(&j, v, true);
+	return output_close(f, "--json", path);
+}
+
+static int write_csv(const char *path, const struct storage_results *r)
+{
+	FILE *f = output_open("--csv", path);
+
+	if (!f)
+		return -1;
+	fprintf(f, "owners,threads,method,get_ns,owner_read_get_ns,create_mops,destroy_mops,"
+		   "bytes_per_owner\n");
+	for (size_t i = 0; i < cfg.nowners; i++)
+		for (size_t ti = 0; ti < cfg.nthreads; ti++)
+			for (int m = 0; m < M_N; m++) {
+				const struct row *x = &r->res[i][ti][m];
+
+				fprintf(f, "%u,%u,%s,%.4g,%.4g,%.4g,%.4g,%.1f\n", cfg.owners[i],
+					cfg.threads[ti], method_name[m], x->get_ns, x->touch_ns,
+					x->create_mops, x->destroy_mops, x->bytes);
+			}
+	return output_close(f, "--csv", path);
+}
+
+static int run(const struct bench_opts *bo, struct verdict_list *v)
+{
+	struct storage_results *r = calloc(1, sizeof(*r));
+	unsigned long maxn = 0;
+	struct sysinfo_rec sys;
+	struct load_snap l0, l1;
+	struct load_share load;
+	int rc = CLI_EXIT_OK;
+
+	if (!r)
+		die("out of memory");
 	je_mallctl = (mallctl_fn)dlsym(RTLD_DEFAULT, "mallctl");
-	for (int i = 0; i < nn; i++)
-		if (nowners[i] > maxn)
-			maxn = nowners[i];
+	for (size_t i = 0; i < cfg.nowners; i++)
+		if (cfg.owners[i] > maxn)
+			maxn = cfg.owners[i];
 	owners = aligned_alloc(64, maxn * sizeof(*owners));
 	perm = malloc(maxn * sizeof(*perm));
 	perm2 = malloc(maxn * sizeof(*perm2));
@@ -816,92 +1064,89 @@ int storage_bench_main(int argc, char **argv)
 	memset(owners, 0, maxn * sizeof(*owners));
 	rqspin_storage_thread_init();
 	urcu_memb_register_thread(); /* the rculfhash baseline's flavour */
+	sysinfo_collect(&sys);
+	load_snapshot(&l0);
 
-	printf("# rqspin-storage-bench: object-local storage vs hash tables keyed by owner\n");
-	{
-		double load[3] = { 0, 0, 0 };
-
-		getloadavg(load, 3);
-		printf("# process allocator: %s; %ld CPUs (load average %.1f); median of %d runs%s; "
-		       "timed by %s%s\n\n", malloc_name(), sysconf(_SC_NPROCESSORS_ONLN), load[0],
-		       reps, reps_given ? "" : " (1 at 1M owners)",
-		       wall_clock ? "wall clock" : "thread CPU time", quick ? "; --quick" : "");
-	}
+	printf("rqspin-bench %s: object-local storage vs hash tables keyed by owner\n", bo->run);
+	printf("  process allocator: %s; median of %u runs%s; timed by %s%s\n\n", malloc_name(),
+	       cfg.reps, reps_given ? "" : " (1 at 1M owners)",
+	       wall_clock ? "wall clock" : "thread CPU time", quick ? "; --quick" : "");
 
 	printf("## get latency vs maps per owner (one hot owner, maps in creation order)\n\n");
-	printf("| maps | get ns | get ns, caller in read section | x 1-map | kernel ns (2022) |\n");
-	printf("|-----:|-------:|-------:|-------:|-------:|\n");
-	maps_latency(1, false); /* warm-up (page faults, CPU frequency) */
-	for (int i = 0; i < 6; i++) {
-		lat[i] = maps_latency(map_counts[i], false);
-		lat_sec[i] = maps_latency(map_counts[i], true);
-		printf("| %d | %.2f | %.2f | %.2f | %.1f |\n", map_counts[i], lat[i], lat_sec[i],
-		       lat[i] / lat[0], kernel_ns[i]);
+	printf("| maps | get ns | get ns, caller in read section | get ns, ids colliding in the "
+	       "home slot | x 1-map | kernel ns (2022) |\n");
+	printf("|-----:|-------:|-------:|-------:|-------:|-------:|\n");
+	cli_progress(bo->quiet, "[storage] maps per owner:");
+	maps_latency(1, false, 1); /* warm-up (page faults, CPU frequency) */
+	for (int i = 0; i < NMAPCOUNTS; i++) {
+		r->lat[i] = maps_latency(map_counts[i], false, 1);
+		r->lat_sec[i] = maps_latency(map_counts[i], true, 1);
+		r->lat_collide[i] = maps_latency(map_counts[i], false, COLLIDE_SPREAD);
+		printf("| %d | %.2f | %.2f | %.2f | %.2f | %.1f |\n", map_counts[i], r->lat[i],
+		       r->lat_sec[i], r->lat_collide[i], r->lat[i] / r->lat[0], kernel_ns[i]);
+		cli_progress(bo->quiet, " %d", map_counts[i]);
 	}
+	cli_progress(bo->quiet, "\n");
 	printf("\n");
 
-	for (int ti = 0; ti < nt; ti++) {
-		int th = (int)nthr[ti];
+	for (size_t ti = 0; ti < cfg.nthreads; ti++) {
+		int th = (int)cfg.threads[ti];
 
 		printf("## %d thread%s: one 8-byte value per owner\n\n", th, th > 1 ? "s" : "");
 		printf("| owners | method | get ns (random order) | owner read + get ns | "
 		       "create M/s | destroy M/s | bytes/owner |\n");
 		printf("|-------:|:-------|------:|------:|------:|------:|------:|\n");
-		for (int i = 0; i < nn; i++) {
-			make_perm(perm, nowners[i], 1 + nowners[i]);
-			make_perm(perm2, nowners[i], 7 + nowners[i]);
-			measure_all(nowners[i], th, res[i][ti]);
-			for (int m = 0; m < M_N; m++) {
-				struct row *r = &res[i][ti][m];
+		for (size_t i = 0; i < cfg.nowners; i++) {
+			unsigned long n = cfg.owners[i];
 
-				printf("| %lu | %s | %.1f | %.1f | %.2f | %.2f | %.0f |\n", nowners[i],
-				       method_name[m], r->get_ns, r->touch_ns, r->create_mops,
-				       r->destroy_mops, r->bytes);
+			cli_progress(bo->quiet, "[storage] %d thread%s, %lu owners\n", th,
+				     th > 1 ? "s" : "", n);
+			make_perm(perm, n, 1 + n);
+			make_perm(perm2, n, 7 + n);
+			measure_all(n, th, r->res[i][ti]);
+			for (int m = 0; m < M_N; m++) {
+				struct row *x = &r->res[i][ti][m];
+
+				printf("| %lu | %s | %.1f | %.1f | %.2f | %.2f | %.0f |\n", n,
+				       method_name[m], x->get_ns, x->touch_ns, x->create_mops,
+				       x->destroy_mops, x->bytes);
 			}
 			fflush(stdout);
 		}
 		printf("\n");
 	}
-
-	printf("## targets\n\n");
-	printf("- cache-hit get <= 5 ns: %.2f ns -> %s\n", lat[0], lat[0] <= 5.0 ? "met" : "MISSED");
-	fails += lat[0] > 5.0;
-	checked++;
-	/* 1 map is the first-value hit of storage.h; from 2 maps on, the
-	 * others are index hits (the home slot inline, collisions in the
-	 * library): the 16-map ratio shows the cost growing (or not) past
-	 * the kernel's cache size. */
-	printf("- 100 maps <= 3x the 1-map cost: %.2fx -> %s (100 maps / 16 maps: %.2fx)\n",
-	       lat[5] / lat[0], lat[5] <= 3 * lat[0] ? "met" : "MISSED", lat[5] / lat[1]);
-	fails += lat[5] > 3 * lat[0];
-	checked++;
-	for (int i = 0; i < nn; i++) {
-		if (nowners[i] == 100000) {
-			for (int ti = 0; ti < nt; ti++) {
-				/* Medians of the per-run ratios (measure_all). */
-				double x = res[i][ti][M_STORAGE].lfht_x;
-				double y = res[i][ti][M_STORAGE].lfht_touch_x;
-
-				printf("- >= 5x faster than rculfhash at 100K owners, %lu thread(s): "
-				       "%.1fx -> %s (owner read + get: %.1fx)\n", nthr[ti], x,
-				       x >= 5 ? "met" : "MISSED", y);
-				fails += x < 5;
-				checked++;
-			}
-		}
-		if (nowners[i] == 1000000) {
-			double b = res[i][0][M_STORAGE].bytes;
-
-			printf("- 1M owners, one 8-byte value: <= 192 B/owner: %.0f B -> %s\n", b,
-			       b <= 192 ? "met" : "MISSED");
-			fails += b > 192;
-			checked++;
-		}
+	load_snapshot(&l1);
+	load = load_between(&l0, &l1);
+	storage_verdicts(r, v);
+	vl_print(stdout, "Verdicts (storage targets):", v, &load);
+	if (bo->json_path) {
+		if (write_json(bo->json_path, r, &sys, &load, v) == 0)
+			printf("JSON written to %s\n", bo->json_path);
+		else
+			rc = CLI_EXIT_FAIL;
 	}
-	printf("- %d of %d targets met (performance targets: the exit status stays 0)\n\n",
-	       checked - fails, checked);
-	free(owners);
-	free(perm);
-	free(perm2);
-	return 0;
+	if (bo->csv_path) {
+		if (write_csv(bo->csv_path, r) == 0)
+			printf("CSV written to %s\n", bo->csv_path);
+		else
+			rc = CLI_EXIT_FAIL;
+	}
+	urcu_memb_unregister_thread();
+	free(r);
+	return rc;
 }
+
+const struct bench_suite bench_suite_storage = {
+	.name = "storage",
+	.summary = "object-local storage vs a hash table keyed by owner",
+	.help = help,
+	.options = options,
+	.prepare = prepare,
+	.estimate_s = estimate_s,
+	.run = run,
+	.cleanup = cleanup,
+	.all_runs = {
+		{ .tag = "storage", .args = { "--owners", "1000,100000", "--reps", "3", NULL },
+		  .quick_args = { "--owners", "1000", "--reps", "1", NULL }, .quick = true },
+	},
+};

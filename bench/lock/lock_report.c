@@ -1,49 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-#include "report.h"
+#include "lock_report.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "json.h"
-#include "suite.h"
-
-const char *fmt_si(char *buf, size_t n, double v)
-{
-	if (isnan(v))
-		snprintf(buf, n, "-");
-	else if (v >= 1e9)
-		snprintf(buf, n, "%.2fG", v / 1e9);
-	else if (v >= 1e6)
-		snprintf(buf, n, "%.2fM", v / 1e6);
-	else if (v >= 1e3)
-		snprintf(buf, n, "%.1fk", v / 1e3);
-	else
-		snprintf(buf, n, "%.0f", v);
-	return buf;
-}
-
-const char *fmt_ns(char *buf, size_t n, double ns)
-{
-	if (isnan(ns))
-		snprintf(buf, n, "-");
-	else if (ns >= 1e9)
-		snprintf(buf, n, "%.2fs", ns / 1e9);
-	else if (ns >= 1e6)
-		snprintf(buf, n, "%.1fms", ns / 1e6);
-	else if (ns >= 1e4)
-		snprintf(buf, n, "%.0fus", ns / 1e3);
-	else if (ns >= 1e3)
-		snprintf(buf, n, "%.1fus", ns / 1e3);
-	else
-		snprintf(buf, n, "%.0fns", ns);
-	return buf;
-}
+#include "output.h"
+#include "plot.h"
 
 static uint64_t cell_failures(const struct lb_cell *c)
 {
@@ -84,19 +49,22 @@ void report_header(FILE *f, const struct lb_results *r)
 	char tl[128];
 
 	thread_list(tl, sizeof(tl), c);
-	fprintf(f, "rqspin-bench %s\n", c->suite);
+	fprintf(f, "rqspin-bench %s\n", c->o->run);
 	sysinfo_print(f, &r->sys, "  ");
 	fprintf(f,
 		"  run:      %zu locks, threads %s, %u repeats x %u ms (interleaved), "
 		"cs %u, think %u, latency sampled 1/%u%s; %.0f s\n",
-		c->nlocks, tl, c->repeats, c->duration_ms, c->cs, c->think, c->sample_every,
-		c->quick ? ", quick" : "", r->wall_s);
+		c->nlocks, tl, c->repeats, c->duration_ms, c->cs, r->think, c->sample_every,
+		c->o->quick ? ", quick" : "", r->wall_s);
+	if (c->o->background_load)
+		fprintf(f, "  load:     %u CPU-bound background processes (--background-load)\n",
+			c->o->background_load);
 	if (r->load.ok)
 		fprintf(f,
 			"  load:     other processes used %.0f%% of the CPU time during the run, "
 			"hypervisor steal %.0f%%\n",
 			100 * r->load.other, 100 * r->load.steal);
-	if (r->load.ok && r->load.other > LB_BUSY_SHARE)
+	if (r->load.ok && r->load.other > VERDICT_BUSY_SHARE && !c->o->background_load)
 		fprintf(f, "  WARNING:  the machine was busy: expect noisy figures and rerun on an idle "
 			   "machine before trusting a FAIL\n");
 	if (r->sys.cores_usable && c->nthreads &&
@@ -230,115 +198,13 @@ void report_libstats(FILE *f, const struct lb_results *r)
 
 void report_verdicts(FILE *f, const struct lb_results *r)
 {
-	verdicts_print(f,
-		       "Verdicts (targets of the locks; ratios measured in this run, each the\n"
-		       "median over the repeats of the ratio within a repeat):",
-		       r->verdicts, r->nverdicts, &r->load);
-}
+	char title[256];
 
-/* ------------------------------------------------------------------------ */
-
-FILE *report_open(const char *opt, const char *path)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		cli_error("%s: cannot write %s: %s", opt, path, strerror(errno));
-	return f;
-}
-
-int report_close(FILE *f, const char *opt, const char *path)
-{
-	int rc = ferror(f) ? -1 : 0;
-
-	if (fclose(f) != 0)
-		rc = -1;
-	if (rc)
-		cli_error("%s: error writing %s", opt, path);
-	return rc;
-}
-
-void report_json_begin(struct json *j, FILE *f, const char *suite, const struct sysinfo_rec *s,
-		       const struct load_share *l)
-{
-	json_init(j, f);
-	json_begin_object(j, NULL);
-	json_string(j, "tool", "rqspin-bench");
-	json_string(j, "suite", suite);
-	json_uint(j, "format_version", 1);
-	suite_json_machine(j, s, l);
-}
-
-void report_json_hist(struct json *j, const char *key, const struct hist *h, const double *timer_ns)
-{
-	json_begin_object(j, key);
-	json_uint(j, "samples", h->n);
-	if (h->n) {
-		json_double(j, "mean", (double)h->sum / (double)h->n);
-		json_uint(j, "p50", hist_quantile(h, 0.50));
-		json_uint(j, "p90", hist_quantile(h, 0.90));
-		json_uint(j, "p99", hist_quantile(h, 0.99));
-		json_uint(j, "p999", hist_quantile(h, 0.999));
-		json_uint(j, "max", h->max);
-	}
-	if (timer_ns)
-		json_double(j, "timer_overhead", *timer_ns);
-	/* Non-empty buckets: [low, width, count]. */
-	json_begin_array(j, "histogram");
-	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
-		if (!h->bucket[i])
-			continue;
-		json_begin_array(j, NULL);
-		json_uint(j, NULL, hist_bucket_low(i));
-		json_uint(j, NULL, hist_bucket_width(i));
-		json_uint(j, NULL, h->bucket[i]);
-		json_end_array(j);
-	}
-	json_end_array(j);
-	json_end_object(j);
-}
-
-void suite_json_machine(struct json *j, const struct sysinfo_rec *s, const struct load_share *l)
-{
-	json_begin_object(j, "machine");
-	json_string(j, "cpu", s->cpu);
-	json_uint(j, "cores", s->cores);
-	json_uint(j, "cores_usable", s->cores_usable);
-	json_string(j, "kernel", s->kernel);
-	json_string(j, "compiler", s->compiler);
-	json_string(j, "build_type", s->build_type);
-	json_string(j, "libc", s->libc);
-	json_string(j, "ck", s->ck);
-	json_string(j, "librqspin", s->librqspin);
-	json_string(j, "date", s->date);
-	json_double(j, "clock_gettime_ns", s->timer_ns);
-	if (l->ok) {
-		json_double(j, "other_load_share", l->other);
-		json_double(j, "steal_share", l->steal);
-	}
-	json_end_object(j);
-}
-
-void suite_json_libstats(struct json *j, const struct rqspin_lock_stats *s)
-{
-	json_begin_object(j, "librqspin_stats");
-	json_uint(j, "fast", s->fast);
-	json_uint(j, "pending", s->pending);
-	json_uint(j, "queued", s->queued);
-	json_uint(j, "stolen", s->stolen);
-	json_uint(j, "parked", s->parked);
-	json_uint(j, "yielded", s->yielded);
-	json_uint(j, "nonode", s->nonode);
-	json_uint(j, "aa", s->aa);
-	json_uint(j, "abba", s->abba);
-	json_uint(j, "cycle", s->cycle);
-	json_uint(j, "nest_fail", s->nest_fail);
-	json_uint(j, "timeout", s->timeout);
-	json_uint(j, "owner_dead", s->owner_dead);
-	json_uint(j, "deadlock_checks", s->deadlock_checks);
-	json_uint(j, "stall_checks", s->stall_checks);
-	json_uint(j, "deadline_extended", s->deadline_extended);
-	json_end_object(j);
+	snprintf(title, sizeof(title),
+		 "Verdicts (targets of the locks, think %u%s; ratios measured in this run, each\n"
+		 "the median over the repeats of the ratio within a repeat):",
+		 r->think, r->cfg->o->background_load ? ", with background load" : "");
+	vl_print(f, title, &r->verdicts, &r->load);
 }
 
 static void json_cell(struct json *j, const struct lb_results *r, const struct lb_cell *c)
@@ -346,6 +212,7 @@ static void json_cell(struct json *j, const struct lb_results *r, const struct l
 	json_begin_object(j, NULL);
 	json_string(j, "lock", c->lock->name);
 	json_uint(j, "threads", c->threads);
+	json_uint(j, "think", r->think);
 	json_string(j, "status", c->broken    ? "broken"
 				 : c->stalled ? "stalled"
 				 : c->skipped ? "skipped"
@@ -375,7 +242,7 @@ static void json_cell(struct json *j, const struct lb_results *r, const struct l
 		json_uint(j, NULL, c->per_thread[i]);
 	json_end_array(j);
 	json_uint(j, "acquisitions_total", c->acquired);
-	report_json_hist(j, "latency_ns", &c->hist, &r->sys.timer_ns);
+	output_json_hist(j, "latency_ns", &c->hist, &r->sys.timer_ns);
 	json_begin_object(j, "failures");
 	json_uint(j, "EDEADLK", c->fail[LW_FAIL_EDEADLK]);
 	json_uint(j, "ETIMEDOUT", c->fail[LW_FAIL_ETIMEDOUT]);
@@ -386,22 +253,32 @@ static void json_cell(struct json *j, const struct lb_results *r, const struct l
 	if (c->broken)
 		json_uint(j, "lost_updates", c->lost_updates);
 	if (c->lock->flags & LP_LIBRQSPIN) {
-		suite_json_libstats(j, &c->lib);
+		output_json_libstats(j, &c->lib);
 		json_double(j, "deadlock_checks_per_acquisition",
 			    c->acquired ? (double)c->lib.deadlock_checks / (double)c->acquired : NAN);
 	}
 	json_end_object(j);
 }
 
-int report_json(const char *path, const struct lb_results *r)
+int report_json(const char *path, const struct lb_results *rs, size_t n,
+		const struct verdict_list *v)
 {
+	const struct lb_results *r = &rs[0];
 	const struct lb_config *c = r->cfg;
-	FILE *f = report_open("--json", path);
+	FILE *f = output_open("--json", path);
+	bool broken = false, stalled = false, lib_stalled = false;
+	double wall = 0;
 	struct json j;
 
 	if (!f)
 		return -1;
-	report_json_begin(&j, f, c->suite, &r->sys, &r->load);
+	for (size_t i = 0; i < n; i++) {
+		broken |= rs[i].broken;
+		stalled |= rs[i].any_stalled;
+		lib_stalled |= rs[i].lib_stalled;
+		wall += rs[i].wall_s;
+	}
+	bench_json_begin(&j, f, "lock", c->o, &r->sys, &r->load);
 	json_begin_object(&j, "config");
 	json_begin_array(&j, "locks");
 	for (size_t i = 0; i < c->nlocks; i++)
@@ -414,14 +291,16 @@ int report_json(const char *path, const struct lb_results *r)
 	json_uint(&j, "duration_ms", c->duration_ms);
 	json_uint(&j, "repeats", c->repeats);
 	json_uint(&j, "cs", c->cs);
-	json_uint(&j, "think", c->think);
+	json_begin_array(&j, "think");
+	for (size_t i = 0; i < c->nthinks; i++)
+		json_uint(&j, NULL, c->thinks[i]);
+	json_end_array(&j);
 	json_uint(&j, "sample_every", c->sample_every);
 	json_uint(&j, "uncontended_ms", c->uncontended_ms);
 	json_uint(&j, "stall_timeout_ms", c->stall_timeout_ms);
 	json_string(&j, "baseline", c->baseline->name);
-	json_bool(&j, "quick", c->quick);
 	json_end_object(&j);
-	json_double(&j, "wall_seconds", r->wall_s);
+	json_double(&j, "wall_seconds", wall);
 
 	json_begin_array(&j, "uncontended");
 	for (size_t li = 0; r->unc && li < c->nlocks; li++) {
@@ -438,49 +317,35 @@ int report_json(const char *path, const struct lb_results *r)
 	}
 	json_end_array(&j);
 
+	/* One object per lock, thread count and think time. */
 	json_begin_array(&j, "results");
-	for (size_t ti = 0; ti < c->nthreads; ti++)
-		for (size_t li = 0; li < c->nlocks; li++)
-			json_cell(&j, r, lb_cell_at(r, ti, li));
+	for (size_t k = 0; k < n; k++)
+		for (size_t ti = 0; ti < c->nthreads; ti++)
+			for (size_t li = 0; li < c->nlocks; li++)
+				json_cell(&j, &rs[k], lb_cell_at(&rs[k], ti, li));
 	json_end_array(&j);
-
-	json_begin_array(&j, "verdicts");
-	for (size_t i = 0; i < r->nverdicts; i++) {
-		const struct verdict *v = &r->verdicts[i];
-
-		json_begin_object(&j, NULL);
-		json_string(&j, "area", v->area);
-		json_string(&j, "target", v->target);
-		json_string(&j, "status", v->status == V_PASS ? "pass" : v->status == V_FAIL ? "fail"
-											 : "info");
-		json_double(&j, "value", v->value);
-		json_double(&j, "limit", v->limit);
-		json_string(&j, "measured", v->measured);
-		json_end_object(&j);
-	}
-	json_end_array(&j);
-	json_bool(&j, "mutual_exclusion_ok", !r->broken);
-	json_bool(&j, "stalled", r->any_stalled);
-	json_bool(&j, "ok", !r->broken && !r->lib_stalled);
-	json_end_object(&j);
-
-	return report_close(f, "--json", path);
+	json_bool(&j, "mutual_exclusion_ok", !broken);
+	json_bool(&j, "stalled", stalled);
+	bench_json_end(&j, v, !broken && !lib_stalled);
+	return output_close(f, "--json", path);
 }
 
-int report_csv(const char *path, const struct lb_results *r)
+int report_csv(const char *path, const struct lb_results *rs, size_t n)
 {
-	const struct lb_config *c = r->cfg;
-	FILE *f = report_open("--csv", path);
+	const struct lb_config *c = rs[0].cfg;
+	FILE *f = output_open("--csv", path);
 
 	if (!f)
 		return -1;
 	fprintf(f, "lock,threads,status,repeats,ops_median,ops_min,ops_max,ns_per_op,"
 		   "ratio_to_baseline,baseline,jain,min_share,lat_p50_ns,lat_p99_ns,lat_p999_ns,"
 		   "lat_max_ns,lat_samples,fail_edeadlk,fail_etimedout,fail_eownerdead,fail_other,"
-		   "duration_ms,cs,think\n");
-	for (size_t ti = 0; ti < c->nthreads; ti++) {
-		for (size_t li = 0; li < c->nlocks; li++) {
-			const struct lb_cell *cell = lb_cell_at(r, ti, li);
+		   "duration_ms,cs,think,background_load\n");
+	for (size_t k = 0; k < n; k++) {
+		const struct lb_results *r = &rs[k];
+
+		for (size_t i = 0; i < r->ncells; i++) {
+			const struct lb_cell *cell = &r->cells[i];
 			const struct hist *h = &cell->hist;
 
 			fprintf(f, "%s,%u,%s,%u,", cell->lock->name, cell->threads,
@@ -511,56 +376,18 @@ int report_csv(const char *path, const struct lb_results *r)
 					(unsigned long long)h->max);
 			else
 				fputs(",,,,", f);
-			fprintf(f, "%llu,%llu,%llu,%llu,%llu,%u,%u,%u\n", (unsigned long long)h->n,
+			fprintf(f, "%llu,%llu,%llu,%llu,%llu,%u,%u,%u,%u\n", (unsigned long long)h->n,
 				(unsigned long long)cell->fail[LW_FAIL_EDEADLK],
 				(unsigned long long)cell->fail[LW_FAIL_ETIMEDOUT],
 				(unsigned long long)cell->fail[LW_FAIL_EOWNERDEAD],
 				(unsigned long long)cell->fail[LW_FAIL_OTHER], c->duration_ms, c->cs,
-				c->think);
+				r->think, c->o->background_load);
 		}
 	}
-	return report_close(f, "--csv", path);
+	return output_close(f, "--csv", path);
 }
 
 /* ------------------------------------------------------------------------ */
-
-static bool in_path(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char buf[4096];
-
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		const char *colon = strchr(path, ':');
-		size_t len = colon ? (size_t)(colon - path) : strlen(path);
-
-		if (len && len + strlen(prog) + 2 < sizeof(buf)) {
-			memcpy(buf, path, len);
-			buf[len] = '/';
-			strcpy(buf + len + 1, prog);
-			if (access(buf, X_OK) == 0)
-				return true;
-		}
-		path += len;
-		if (*path == ':')
-			path++;
-	}
-	return false;
-}
-
-/* A gnuplot single-quoted string: '' stands for one quote. */
-static void gp_quote(FILE *f, const char *s)
-{
-	fputc('\'', f);
-	for (; *s; s++) {
-		if (*s == '\'')
-			fputc('\'', f);
-		if (*s != '\n')
-			fputc(*s, f);
-	}
-	fputc('\'', f);
-}
 
 /* A fixed colour per lock (by its place in lock_peers), so charts of
  * different runs match; librqspin's locks drawn thicker. */
@@ -578,28 +405,15 @@ static void gp_style(FILE *gp, const struct lock_peer *p)
 		(p->flags & LP_LIBRQSPIN) ? "3" : "1.5");
 }
 
-int report_plot(const char *path, const struct lb_results *r)
+/* The two charts of one scenario: throughput and p99.9 latency. */
+static void plot_scenario(FILE *gp, const struct lb_results *r, size_t k)
 {
 	const struct lb_config *c = r->cfg;
-	char title[512];
-	FILE *gp;
-	int status, nplotted = 0;
-	struct stat sb;
+	unsigned lo = c->threads[0], hi = c->threads[0];
+	int nplotted = 0;
 
-	if (!in_path("gnuplot")) {
-		cli_error("--plot: gnuplot is not installed (Debian: apt-get install gnuplot-nox); "
-			  "no plot written to %s",
-			  path);
-		return 1;
-	}
-	gp = popen("gnuplot", "w");
-	if (!gp) {
-		cli_error("--plot: cannot run gnuplot: %s", strerror(errno));
-		return -1;
-	}
-	/* One data block per lock: threads, median, min, max, p99.9 latency. */
 	for (size_t li = 0; li < c->nlocks; li++) {
-		fprintf(gp, "$d%zu << EOD\n", li);
+		fprintf(gp, "$d%zu_%zu << EOD\n", k, li);
 		for (size_t ti = 0; ti < c->nthreads; ti++) {
 			const struct lb_cell *cell = lb_cell_at(r, ti, li);
 
@@ -611,34 +425,17 @@ int report_plot(const char *path, const struct lb_results *r)
 		}
 		fprintf(gp, "EOD\n");
 	}
-	snprintf(title, sizeof(title), "rqspin-bench %s: %s, %u cores, %s build, cs %u think %u",
-		 c->suite, r->sys.cpu, r->sys.cores, r->sys.build_type, c->cs, c->think);
-	fprintf(gp, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-		    "  set terminal pngcairo size 1500,620 noenhanced font 'sans,10'\n"
-		    "} else {\n"
-		    "  set terminal png size 1500,620 noenhanced\n"
-		    "}\n");
-	fputs("set output ", gp);
-	gp_quote(gp, path);
-	fputs("\nset multiplot layout 1,2 title ", gp);
-	gp_quote(gp, title);
-	fputs("\nset logscale x 2\nset logscale y 10\nset grid\nset key outside right top\n", gp);
 	fputs("set xtics (", gp);
 	for (size_t ti = 0; ti < c->nthreads; ti++)
 		fprintf(gp, "%s%u", ti ? ", " : "", c->threads[ti]);
 	fputs(")\n", gp);
-	{
-		unsigned lo = c->threads[0], hi = c->threads[0];
-
-		for (size_t ti = 0; ti < c->nthreads; ti++) {
-			lo = c->threads[ti] < lo ? c->threads[ti] : lo;
-			hi = c->threads[ti] > hi ? c->threads[ti] : hi;
-		}
-		fprintf(gp, "set xrange [%g:%g]\n", lo * 0.8, hi * 1.25);
+	for (size_t ti = 0; ti < c->nthreads; ti++) {
+		lo = c->threads[ti] < lo ? c->threads[ti] : lo;
+		hi = c->threads[ti] > hi ? c->threads[ti] : hi;
 	}
-	fputs("set xlabel 'threads'\nset ylabel 'acquisitions/s (median, bars: min..max)'\n"
-	      "set title 'throughput'\nplot ",
-	      gp);
+	fprintf(gp, "set xrange [%g:%g]\n", lo * 0.8, hi * 1.25);
+	fprintf(gp, "set xlabel 'threads'\nset ylabel 'acquisitions/s (median, bars: min..max)'\n"
+		    "set title 'throughput, think %u'\nplot ", r->think);
 	for (size_t li = 0; li < c->nlocks; li++) {
 		bool any = false;
 
@@ -646,18 +443,16 @@ int report_plot(const char *path, const struct lb_results *r)
 			any |= lb_cell_at(r, ti, li)->nrep && lb_cell_at(r, ti, li)->ops_med > 0;
 		if (!any)
 			continue;
-		fprintf(gp, "%s$d%zu using 1:2:3:4 with yerrorlines", nplotted ? ", " : "", li);
+		fprintf(gp, "%s$d%zu_%zu using 1:2:3:4 with yerrorlines", nplotted ? ", " : "", k, li);
 		gp_style(gp, c->locks[li]);
 		fputs(" title ", gp);
-		gp_quote(gp, c->locks[li]->name);
+		plot_quote(gp, c->locks[li]->name);
 		nplotted++;
 	}
 	if (!nplotted)
 		fputs("1/0 notitle", gp);
-	fputs("\nset ylabel 'ns (sampled acquisition latency, p99.9)'\n"
-	      "set title 'p99.9 acquisition latency'\n"
-	      "plot ",
-	      gp);
+	fprintf(gp, "\nset ylabel 'ns (sampled acquisition latency, p99.9)'\n"
+		    "set title 'p99.9 acquisition latency, think %u'\nplot ", r->think);
 	nplotted = 0;
 	for (size_t li = 0; li < c->nlocks; li++) {
 		bool any = false;
@@ -666,21 +461,35 @@ int report_plot(const char *path, const struct lb_results *r)
 			any |= lb_cell_at(r, ti, li)->hist.n > 0;
 		if (!any)
 			continue;
-		fprintf(gp, "%s$d%zu using 1:($5 > 0 ? $5 : 1/0) with linespoints", nplotted ? ", " : "",
-			li);
+		fprintf(gp, "%s$d%zu_%zu using 1:($5 > 0 ? $5 : 1/0) with linespoints",
+			nplotted ? ", " : "", k, li);
 		gp_style(gp, c->locks[li]);
 		fputs(" title ", gp);
-		gp_quote(gp, c->locks[li]->name);
+		plot_quote(gp, c->locks[li]->name);
 		nplotted++;
 	}
 	if (!nplotted)
 		fputs("1/0 notitle", gp);
-	fputs("\nunset multiplot\nset output\n", gp);
-	status = pclose(gp);
-	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || stat(path, &sb) != 0 ||
-	    sb.st_size == 0) {
-		cli_error("--plot: gnuplot failed; no plot in %s", path);
-		return -1;
-	}
-	return 0;
+	fputc('\n', gp);
+}
+
+int report_plot(const char *path, const struct lb_results *rs, size_t n)
+{
+	const struct lb_config *c = rs[0].cfg;
+	char title[512];
+	int missing;
+	FILE *gp = plot_open(path, 1500, 100 + 520 * (unsigned)n, &missing);
+
+	if (!gp)
+		return missing ? 1 : -1;
+	snprintf(title, sizeof(title), "rqspin-bench %s: %s, %u cores, %s build, cs %u%s",
+		 c->o->run, rs[0].sys.cpu, rs[0].sys.cores, rs[0].sys.build_type, c->cs,
+		 c->o->background_load ? ", with background load" : "");
+	fprintf(gp, "set multiplot layout %zu,2 title ", n);
+	plot_quote(gp, title);
+	fputs("\nset logscale x 2\nset logscale y 10\nset grid\nset key outside right top\n", gp);
+	for (size_t k = 0; k < n; k++)
+		plot_scenario(gp, &rs[k], k);
+	fputs("unset multiplot\n", gp);
+	return plot_close(gp, path);
 }

@@ -42,4 +42,16 @@ extern const size_t lock_peers_count;
 /* The lock called name, or NULL. */
 const struct lock_peer *lock_peer_find(const char *name);
 
+/* --locks: "all" (the default set) or a comma-separated list of lock names,
+ * duplicates dropped. Frees *locks first; *locks is malloc'ed. false after
+ * saying what is wrong. */
+bool lock_peers_parse(const char *s, const struct lock_peer ***locks, size_t *nlocks);
+
+/* The same as a CLI_CUSTOM option parser; dest: a struct lock_selection. */
+struct lock_selection {
+	const struct lock_peer ***locks;
+	size_t *n;
+};
+bool lock_peers_parse_opt(const char *value, void *dest);
+
 #endif

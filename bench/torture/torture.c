@@ -49,8 +49,9 @@
 
 #include "cli.h"
 #include "lock_worker.h"
-#include "report.h"
-#include "suite.h"
+#include "load.h"
+#include "output.h"
+#include "torture.h"
 
 #define TT_SIG SIGUSR1
 #define TT_MAX_THREADS 1024
@@ -58,8 +59,6 @@
 
 #define DEF_DURATION_MS 3000
 #define QUICK_DURATION_MS 150
-#define ALL_DURATION_MS 500
-#define ALL_QUICK_DURATION_MS 100
 #define DEF_HOLD_US 2
 #define DEF_MODE_HOLD_US 400
 #define DEF_LONG_HOLD_US 500
@@ -73,23 +72,6 @@
 
 const char *const tt_mode_name[TT_NMODES] = { "plain", "aa", "abba", "abbcca" };
 const char *const tt_ctx_name[TT_NCTX] = { "normal", "handler" };
-
-/* ------------------------------------------------------------------------ */
-/* Shared helpers of the suites (suite.h)                                    */
-
-char *suite_derived_path(const char *path, const char *tag, const char *ext)
-{
-	size_t n = strlen(path), el = strlen(ext);
-	char *out = malloc(n + strlen(tag) + el + 4);
-
-	if (!out)
-		return NULL;
-	if (n > el + 1 && path[n - el - 1] == '.' && strcmp(path + n - el, ext) == 0)
-		sprintf(out, "%.*s.%s.%s", (int)(n - el - 1), path, tag, ext);
-	else
-		sprintf(out, "%s.%s.%s", path, tag, ext);
-	return out;
-}
 
 /* ------------------------------------------------------------------------ */
 /* One run                                                                   */
@@ -184,9 +166,9 @@ static int tt_cs(struct tt_thread *t, enum tt_ctx x, uint64_t hold_ns)
 	uint64_t id = t->id + (uint64_t)x, t0, t1, c;
 	int r;
 
-	t0 = suite_now_ns();
+	t0 = bench_now_ns();
 	r = sh->p->lock(g->obj, t->ctx);
-	t1 = suite_now_ns();
+	t1 = bench_now_ns();
 	if (r) {
 		t->fail[x][fail_kind(r)]++;
 		if (r != -EOWNERDEAD) { /* -EOWNERDEAD: acquired anyway */
@@ -199,7 +181,7 @@ static int tt_cs(struct tt_thread *t, enum tt_ctx x, uint64_t hold_ns)
 		atomic_fetch_add_explicit(&sh->violations, 1, memory_order_relaxed);
 	g->owner = id;
 	c = g->counter;
-	suite_busy_ns(hold_ns);
+	bench_busy_ns(hold_ns);
 	g->counter = c + 1;
 	if (g->owner != id)
 		atomic_fetch_add_explicit(&sh->violations, 1, memory_order_relaxed);
@@ -277,7 +259,7 @@ static void *tt_worker(void *arg)
 	while (!atomic_load_explicit(&sh->stop, memory_order_relaxed) && !t->setup_err) {
 		(void)tt_cs(t, TT_NORMAL, tt_hold(t));
 		if (sh->think_ns)
-			suite_busy_ns(tt_rand(&t->rng) % (sh->think_ns + 1));
+			bench_busy_ns(tt_rand(&t->rng) % (sh->think_ns + 1));
 	}
 	if (t->have_timer) {
 		sigset_t set;
@@ -376,7 +358,7 @@ static enum tt_status tt_run_cell(const struct tt_config *c, struct tt_cell *cel
 	if (st == TT_OK)
 		lw_sleep_until(t0 + (uint64_t)c->duration_ms * 1000000u);
 	atomic_store(&sh->stop, true);
-	t1 = suite_now_ns();
+	t1 = bench_now_ns();
 	cell->elapsed_s = (double)(t1 - t0) / 1e9;
 
 	if (!lw_join_by(tid, joined, created, c->stall_timeout_ms) && st == TT_OK)
@@ -477,20 +459,20 @@ static void tt_print(FILE *f, const struct tt_results *r)
 	int nctx = c->mode == TT_PLAIN ? 1 : TT_NCTX;
 	bool lib = false;
 
-	fprintf(f, "rqspin-bench %s: torture, mode %s\n", c->suite, tt_mode_name[c->mode]);
+	fprintf(f, "rqspin-bench %s: torture, mode %s\n", c->o->run, tt_mode_name[c->mode]);
 	sysinfo_print(f, &r->sys, "  ");
 	if (c->mode == TT_PLAIN)
 		fprintf(f,
 			"  run:      %u ms per lock and thread count; hold 0..%u us, 1 in %u holds %u "
 			"us; think 0..%u us%s; %.0f s\n",
 			c->duration_ms, c->hold_us, c->long_hold_every, c->long_hold_us, c->think_us,
-			c->quick ? ", quick" : "", r->wall_s);
+			c->o->quick ? ", quick" : "", r->wall_s);
 	else
 		fprintf(f,
 			"  run:      %u ms per thread count; worker hold %u..%u us (1 in %u: %u us), "
 			"think 0..%u us; per-thread timer every %u us, handler hold %u us%s; %.0f s\n",
 			c->duration_ms, c->hold_us / 2, c->hold_us, c->long_hold_every, c->long_hold_us,
-			c->think_us, c->timer_us, c->handler_hold_us, c->quick ? ", quick" : "",
+			c->think_us, c->timer_us, c->handler_hold_us, c->o->quick ? ", quick" : "",
 			r->wall_s);
 	if (r->load.ok)
 		fprintf(f,
@@ -594,12 +576,12 @@ static void tt_print(FILE *f, const struct tt_results *r)
 static int tt_json(const char *path, const struct tt_results *r)
 {
 	const struct tt_config *c = r->cfg;
-	FILE *f = report_open("--json", path);
+	FILE *f = output_open("--json", path);
 	struct json j;
 
 	if (!f)
 		return -1;
-	report_json_begin(&j, f, "torture", &r->sys, &r->load);
+	bench_json_begin(&j, f, "torture", c->o, &r->sys, &r->load);
 	json_begin_object(&j, "config");
 	json_string(&j, "mode", tt_mode_name[c->mode]);
 	json_begin_array(&j, "locks");
@@ -620,7 +602,6 @@ static int tt_json(const char *path, const struct tt_results *r)
 		json_uint(&j, "timer_us", c->timer_us);
 	}
 	json_uint(&j, "stall_timeout_ms", c->stall_timeout_ms);
-	json_bool(&j, "quick", c->quick);
 	json_end_object(&j);
 	json_double(&j, "wall_seconds", r->wall_s);
 	json_begin_array(&j, "results");
@@ -661,28 +642,26 @@ static int tt_json(const char *path, const struct tt_results *r)
 			json_uint(&j, "EOWNERDEAD", cell->fail[x][LW_FAIL_EOWNERDEAD]);
 			json_uint(&j, "other", cell->fail[x][LW_FAIL_OTHER]);
 			json_end_object(&j);
-			report_json_hist(&j, "latency_ns", &cell->lat_ok[x], NULL);
-			report_json_hist(&j, "failure_latency_ns", &cell->lat_fail[x], NULL);
+			output_json_hist(&j, "latency_ns", &cell->lat_ok[x], NULL);
+			output_json_hist(&j, "failure_latency_ns", &cell->lat_fail[x], NULL);
 			json_end_object(&j);
 		}
 		json_end_object(&j);
 		if (cell->lock->flags & LP_LIBRQSPIN)
-			suite_json_libstats(&j, &cell->lib);
+			output_json_libstats(&j, &cell->lib);
 		json_end_object(&j);
 	}
 	json_end_array(&j);
-	vl_json(&j, "verdicts", &r->verdicts);
 	json_bool(&j, "mutual_exclusion_ok", !r->broken);
 	json_bool(&j, "stalled", r->any_stalled);
-	json_bool(&j, "ok", !r->broken && !r->lib_stalled);
-	json_end_object(&j);
-	return report_close(f, "--json", path);
+	bench_json_end(&j, &r->verdicts, !r->broken && !r->lib_stalled);
+	return output_close(f, "--json", path);
 }
 
 static int tt_csv(const char *path, const struct tt_results *r)
 {
 	const struct tt_config *c = r->cfg;
-	FILE *f = report_open("--csv", path);
+	FILE *f = output_open("--csv", path);
 
 	if (!f)
 		return -1;
@@ -732,7 +711,7 @@ static int tt_csv(const char *path, const struct tt_results *r)
 				c->think_us);
 		}
 	}
-	return report_close(f, "--csv", path);
+	return output_close(f, "--csv", path);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -771,16 +750,16 @@ static void tt_results_free(struct tt_results *r)
 static void tt_schedule(struct tt_results *r)
 {
 	const struct tt_config *c = r->cfg;
-	uint64_t start = suite_now_ns();
+	uint64_t start = bench_now_ns();
 	struct load_snap l0, l1;
 	unsigned *stalled_at = calloc(c->nlocks, sizeof(unsigned));
 
-	cli_progress(c->quiet, "%s torture (%s): %zu locks x %zu thread counts x %u ms: about %.0f s\n",
+	cli_progress(c->o->quiet, "%s torture (%s): %zu locks x %zu thread counts x %u ms: about %.0f s\n",
 		 cli_prog, tt_mode_name[c->mode], c->nlocks, c->nthreads, c->duration_ms,
 		 (double)c->nlocks * (double)c->nthreads * c->duration_ms / 1000.0);
 	load_snapshot(&l0);
 	for (size_t ti = 0; ti < c->nthreads; ti++) {
-		cli_progress(c->quiet, "[torture %s] %u threads:", tt_mode_name[c->mode], c->threads[ti]);
+		cli_progress(c->o->quiet, "[torture %s] %u threads:", tt_mode_name[c->mode], c->threads[ti]);
 		for (size_t li = 0; li < c->nlocks; li++) {
 			struct tt_cell *cell = &r->cells[ti * c->nlocks + li];
 			enum tt_status st;
@@ -795,7 +774,7 @@ static void tt_schedule(struct tt_results *r)
 					r->lib_stalled = true;
 				if (stalled_at)
 					stalled_at[li] = cell->threads;
-				cli_progress(c->quiet, "\n");
+				cli_progress(c->o->quiet, "\n");
 				cli_error("torture: %s, %u threads: workers did not return within %u ms "
 					  "of the stop: stalled",
 					  cell->lock->name, cell->threads, c->stall_timeout_ms);
@@ -803,7 +782,7 @@ static void tt_schedule(struct tt_results *r)
 			}
 			if (cell->broken) {
 				r->broken = true;
-				cli_progress(c->quiet, "\n");
+				cli_progress(c->o->quiet, "\n");
 				cli_error("MUTUAL EXCLUSION BROKEN: torture %s, %u threads: %llu owner "
 					  "violations, %llu lost updates",
 					  cell->lock->name, cell->threads,
@@ -813,20 +792,20 @@ static void tt_schedule(struct tt_results *r)
 			if (cell->ran) {
 				double rate = (double)cell->ok[TT_NORMAL] / cell->elapsed_s;
 
-				cli_progress(c->quiet, " %s %s/s%s", cell->lock->name, fmt_si(b, sizeof(b), rate),
+				cli_progress(c->o->quiet, " %s %s/s%s", cell->lock->name, fmt_si(b, sizeof(b), rate),
 					 cell_fails(cell, 0) + cell_fails(cell, 1) ? "(failures)" : "");
 			}
 		}
-		cli_progress(c->quiet, " (%.0f s)\n", (double)(suite_now_ns() - start) / 1e9);
+		cli_progress(c->o->quiet, " (%.0f s)\n", (double)(bench_now_ns() - start) / 1e9);
 	}
 	free(stalled_at);
-	r->wall_s = (double)(suite_now_ns() - start) / 1e9;
+	r->wall_s = (double)(bench_now_ns() - start) / 1e9;
 	load_snapshot(&l1);
 	r->load = load_between(&l0, &l1);
 }
 
 /* Runs, prints, writes the files. Returns an exit status. */
-static int tt_execute(const struct tt_config *c, size_t *pass, size_t *fail)
+static int tt_execute(const struct tt_config *c, struct verdict_list *v)
 {
 	struct tt_results r;
 	int rc = CLI_EXIT_OK;
@@ -841,17 +820,16 @@ static int tt_execute(const struct tt_config *c, size_t *pass, size_t *fail)
 	torture_verdicts(&r);
 	tt_print(stdout, &r);
 	fflush(stdout);
-	if (pass && fail)
-		vl_count(&r.verdicts, pass, fail);
-	if (c->json_path) {
-		if (tt_json(c->json_path, &r) == 0)
-			printf("JSON written to %s\n", c->json_path);
+	*v = r.verdicts;
+	if (c->o->json_path) {
+		if (tt_json(c->o->json_path, &r) == 0)
+			printf("JSON written to %s\n", c->o->json_path);
 		else
 			rc = CLI_EXIT_FAIL;
 	}
-	if (c->csv_path) {
-		if (tt_csv(c->csv_path, &r) == 0)
-			printf("CSV written to %s\n", c->csv_path);
+	if (c->o->csv_path) {
+		if (tt_csv(c->o->csv_path, &r) == 0)
+			printf("CSV written to %s\n", c->o->csv_path);
 		else
 			rc = CLI_EXIT_FAIL;
 	}
@@ -877,10 +855,9 @@ static int tt_execute(const struct tt_config *c, size_t *pass, size_t *fail)
 /* ------------------------------------------------------------------------ */
 /* Options                                                                   */
 
-static void usage(FILE *f)
+static void help(FILE *f)
 {
 	fprintf(f,
-		"usage: %s torture [options]\n\n"
 		"locktorture in userspace. N threads take one lock with random hold times (busy\n"
 		"waits: mostly short, 1 in --long-hold-every lasts --long-hold-us) and random\n"
 		"think times. Each critical section checks mutual exclusion with plain memory: an\n"
@@ -911,43 +888,31 @@ static void usage(FILE *f)
 		"  --timer-us N          signal modes: timer period (default %d)\n"
 		"  --stall-timeout-ms N  wait for workers after the stop (default %d)\n"
 		"  --quick               smoke-test size: %d ms per run\n"
-		"  --json FILE           write the results as JSON\n"
-		"  --csv FILE            one CSV row per lock, thread count and context\n"
-		"  --quiet               no progress on stderr\n"
-		"  -h, --help            this text\n\n"
+		"  --csv FILE            one CSV row per lock, thread count and context\n\n"
 		"Locks:\n",
-		cli_prog, DEF_DURATION_MS, DEF_HOLD_US, DEF_MODE_HOLD_US, DEF_LONG_HOLD_US,
+		DEF_DURATION_MS, DEF_HOLD_US, DEF_MODE_HOLD_US, DEF_LONG_HOLD_US,
 		DEF_LONG_EVERY, DEF_THINK_US, DEF_MODE_THINK_US, DEF_HANDLER_HOLD_US, DEF_TIMER_US,
 		DEF_STALL_MS, QUICK_DURATION_MS);
 	for (size_t i = 0; i < lock_peers_count; i++)
 		fprintf(f, "  %-14s %s\n", lock_peers[i]->name, lock_peers[i]->desc);
-	fprintf(f, "\nExit status: 0 done (verdicts are informational), 1 mutual exclusion broke,\n"
-		   "a librqspin lock stalled, a run could not be set up or an output could not be\n"
-		   "written, 2 bad arguments.\n");
+	fprintf(f, "\nExit status 1 also when mutual exclusion broke or a librqspin lock stalled.\n");
 }
 
-static void config_free(struct tt_config *c)
+/* The suite's configuration: the options point into it. */
+static struct tt_config cfg;
+static bool set_dur, set_hold, set_think, set_locks;
+static struct lock_selection lock_sel = { &cfg.locks, &cfg.nlocks };
+static void cleanup(void)
 {
-	free(c->locks);
-	free(c->threads);
-	c->locks = NULL;
-	c->threads = NULL;
-}
-
-static unsigned usable_cpus(void)
-{
-	cpu_set_t set;
-	long n;
-
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-		return (unsigned)CPU_COUNT(&set);
-	n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (unsigned)n : 1;
+	free(cfg.locks);
+	free(cfg.threads);
+	cfg.locks = NULL;
+	cfg.threads = NULL;
 }
 
 static bool default_threads(struct tt_config *c)
 {
-	unsigned a = 2 * usable_cpus(), b = 16;
+	unsigned a = 2 * load_usable_cpus(), b = 16;
 
 	c->threads = malloc(2 * sizeof(unsigned));
 	if (!c->threads)
@@ -970,130 +935,103 @@ static bool parse_mode(const char *value, void *dest)
 	return false;
 }
 
-static int parse_args(int argc, char **argv, struct tt_config *c, bool *done)
+static size_t options(struct cli_opt *opts, size_t max)
 {
-	bool set_dur = false, set_hold = false, set_think = false, set_locks = false;
-	const struct cli_opt opts[] = {
-		{ "mode", CLI_CUSTOM, &c->mode, 0, 0, NULL, parse_mode, NULL },
-		{ "locks", CLI_LOCKS, &c->locks, 0, 0, &c->nlocks, NULL, &set_locks },
-		{ "threads", CLI_UINT_LIST, &c->threads, 1, TT_MAX_THREADS, &c->nthreads, NULL,
+	const struct cli_opt o[] = {
+		{ "mode", CLI_CUSTOM, &cfg.mode, 0, 0, NULL, parse_mode, NULL },
+		{ "locks", CLI_CUSTOM, &lock_sel, 0, 0, NULL, lock_peers_parse_opt, &set_locks },
+		{ "threads", CLI_UINT_LIST, &cfg.threads, 1, TT_MAX_THREADS, &cfg.nthreads, NULL,
 		  NULL },
-		{ "duration-ms", CLI_UINT, &c->duration_ms, 1, 3600000, NULL, NULL, &set_dur },
-		{ "hold-us", CLI_UINT, &c->hold_us, 0, 1000000, NULL, NULL, &set_hold },
-		{ "long-hold-us", CLI_UINT, &c->long_hold_us, 0, 1000000, NULL, NULL, NULL },
-		{ "long-hold-every", CLI_UINT, &c->long_hold_every, 0, 1000000000, NULL, NULL,
+		{ "duration-ms", CLI_UINT, &cfg.duration_ms, 1, 3600000, NULL, NULL, &set_dur },
+		{ "hold-us", CLI_UINT, &cfg.hold_us, 0, 1000000, NULL, NULL, &set_hold },
+		{ "long-hold-us", CLI_UINT, &cfg.long_hold_us, 0, 1000000, NULL, NULL, NULL },
+		{ "long-hold-every", CLI_UINT, &cfg.long_hold_every, 0, 1000000000, NULL, NULL,
 		  NULL },
-		{ "think-us", CLI_UINT, &c->think_us, 0, 1000000, NULL, NULL, &set_think },
-		{ "handler-hold-us", CLI_UINT, &c->handler_hold_us, 0, 100000, NULL, NULL, NULL },
-		{ "timer-us", CLI_UINT, &c->timer_us, 10, 10000000, NULL, NULL, NULL },
-		{ "stall-timeout-ms", CLI_UINT, &c->stall_timeout_ms, 1, 3600000, NULL, NULL,
+		{ "think-us", CLI_UINT, &cfg.think_us, 0, 1000000, NULL, NULL, &set_think },
+		{ "handler-hold-us", CLI_UINT, &cfg.handler_hold_us, 0, 100000, NULL, NULL, NULL },
+		{ "timer-us", CLI_UINT, &cfg.timer_us, 10, 10000000, NULL, NULL, NULL },
+		{ "stall-timeout-ms", CLI_UINT, &cfg.stall_timeout_ms, 1, 3600000, NULL, NULL,
 		  NULL },
-		{ "quick", CLI_FLAG, &c->quick, 0, 0, NULL, NULL, NULL },
-		{ "json", CLI_STRING, &c->json_path, 0, 0, NULL, NULL, NULL },
-		{ "csv", CLI_STRING, &c->csv_path, 0, 0, NULL, NULL, NULL },
-		{ "quiet", CLI_FLAG, &c->quiet, 0, 0, NULL, NULL, NULL },
 	};
+	size_t n = sizeof(o) / sizeof(o[0]);
 
-	memset(c, 0, sizeof(*c));
-	c->suite = "torture";
-	c->mode = TT_PLAIN;
-	c->duration_ms = DEF_DURATION_MS;
-	c->hold_us = DEF_HOLD_US;
-	c->long_hold_us = DEF_LONG_HOLD_US;
-	c->long_hold_every = DEF_LONG_EVERY;
-	c->think_us = DEF_THINK_US;
-	c->handler_hold_us = DEF_HANDLER_HOLD_US;
-	c->timer_us = DEF_TIMER_US;
-	c->stall_timeout_ms = DEF_STALL_MS;
+	cleanup();
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.mode = TT_PLAIN;
+	cfg.duration_ms = DEF_DURATION_MS;
+	cfg.hold_us = DEF_HOLD_US;
+	cfg.long_hold_us = DEF_LONG_HOLD_US;
+	cfg.long_hold_every = DEF_LONG_EVERY;
+	cfg.think_us = DEF_THINK_US;
+	cfg.handler_hold_us = DEF_HANDLER_HOLD_US;
+	cfg.timer_us = DEF_TIMER_US;
+	cfg.stall_timeout_ms = DEF_STALL_MS;
+	set_dur = set_hold = set_think = set_locks = false;
+	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
+	return n < max ? n : max;
+}
 
-	if (cli_parse_options("torture", argc, argv, opts, sizeof(opts) / sizeof(opts[0]), done) !=
-	    CLI_EXIT_OK)
-		goto bad;
-	if (*done) {
-		usage(stdout);
-		config_free(c);
-		return CLI_EXIT_OK;
-	}
+static bool prepare(const struct bench_opts *bo)
+{
+	struct tt_config *c = &cfg;
+
+	c->o = bo;
 	if (c->mode != TT_PLAIN) {
-		if (!set_locks && !cli_parse_locks("rqspin", &c->locks, &c->nlocks))
-			goto bad;
+		if (!set_locks && !lock_peers_parse("rqspin", &c->locks, &c->nlocks))
+			return false;
 		for (size_t i = 0; i < c->nlocks; i++) {
 			if (strcmp(c->locks[i]->name, "rqspin") != 0) {
 				cli_error("--mode %s: only rqspin can be taken in a signal handler that "
 					  "interrupted its holder (got '%s')",
 					  tt_mode_name[c->mode], c->locks[i]->name);
-				goto bad;
+				return false;
 			}
 		}
 		if (!set_hold)
 			c->hold_us = DEF_MODE_HOLD_US;
 		if (!set_think)
 			c->think_us = DEF_MODE_THINK_US;
-	} else if (!set_locks && !cli_parse_locks(DEF_LOCKS, &c->locks, &c->nlocks)) {
-		goto bad;
+	} else if (!set_locks && !lock_peers_parse(DEF_LOCKS, &c->locks, &c->nlocks)) {
+		return false;
 	}
 	if (!c->threads && !default_threads(c))
-		goto bad;
-	if (c->quick && !set_dur)
+		return false;
+	if (bo->quick && !set_dur)
 		c->duration_ms = QUICK_DURATION_MS;
-	return CLI_EXIT_OK;
-bad:
-	config_free(c);
-	cli_usage_hint("torture");
-	return CLI_EXIT_USAGE;
+	return true;
 }
 
-int torture_main(int argc, char **argv)
+/* Measured time plus about 1 ms of thread start and join per thread. */
+static double estimate_s(const struct bench_opts *bo)
 {
-	struct tt_config c;
-	bool done;
-	int rc = parse_args(argc, argv, &c, &done);
+	double thr = 0;
 
-	if (rc != CLI_EXIT_OK || done)
-		return rc;
-	rc = tt_execute(&c, NULL, NULL);
-	config_free(&c);
-	return rc;
+	(void)bo;
+	for (size_t i = 0; i < cfg.nthreads; i++)
+		thr += cfg.threads[i];
+	return (double)cfg.nlocks * ((double)cfg.nthreads * cfg.duration_ms / 1000.0 + thr * 0.001);
 }
 
-int torture_all(const struct suite_all_opts *o, size_t *pass, size_t *fail)
+static int run(const struct bench_opts *bo, struct verdict_list *v)
 {
-	static const unsigned threads[] = { 2, 16 };
-	static const char *const names[] = { "rqspin", "qspin", "pthread_spin" };
-	const struct lock_peer *locks[3];
-	struct tt_config c;
-	char *json = NULL, *csv = NULL;
-	size_t n = 0;
-	int rc;
-
-	for (size_t i = 0; i < 3; i++)
-		if ((locks[n] = lock_peer_find(names[i])))
-			n++;
-	memset(&c, 0, sizeof(c));
-	c.suite = "all";
-	c.mode = TT_PLAIN;
-	c.locks = locks;
-	c.nlocks = n;
-	c.threads = (unsigned *)threads;
-	c.nthreads = 2;
-	c.duration_ms = o->quick ? ALL_QUICK_DURATION_MS : ALL_DURATION_MS;
-	c.hold_us = DEF_HOLD_US;
-	c.long_hold_us = DEF_LONG_HOLD_US;
-	c.long_hold_every = DEF_LONG_EVERY;
-	c.think_us = DEF_THINK_US;
-	c.handler_hold_us = DEF_HANDLER_HOLD_US;
-	c.timer_us = DEF_TIMER_US;
-	c.stall_timeout_ms = DEF_STALL_MS;
-	c.quick = o->quick;
-	c.quiet = o->quiet;
-	if (o->json_path && !(c.json_path = json = suite_derived_path(o->json_path, "torture", "json")))
-		return CLI_EXIT_FAIL;
-	if (o->csv_path && !(c.csv_path = csv = suite_derived_path(o->csv_path, "torture", "csv"))) {
-		free(json);
-		return CLI_EXIT_FAIL;
-	}
-	rc = tt_execute(&c, pass, fail);
-	free(json);
-	free(csv);
-	return rc;
+	(void)bo;
+	return tt_execute(&cfg, v);
 }
+
+const struct bench_suite bench_suite_torture = {
+	.name = "torture",
+	.summary = "locktorture: random holds, mutual exclusion checks, failures by type",
+	.help = help,
+	.options = options,
+	.prepare = prepare,
+	.estimate_s = estimate_s,
+	.run = run,
+	.cleanup = cleanup,
+	.all_runs = {
+		{ .tag = "torture",
+		  .args = { "--locks", "rqspin,qspin,pthread_spin", "--threads", "2,16",
+			    "--duration-ms", "500", NULL },
+		  .quick_args = { "--locks", "rqspin,qspin,pthread_spin", "--threads", "2,16",
+				  "--duration-ms", "100", NULL } },
+	},
+};

@@ -28,13 +28,14 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "report.h"
+#include "lock_report.h"
+#include "output.h"
 #include "suite.h"
 
 #define DEF_DURATION_MS 400
 #define DEF_REPEATS 5
 #define DEF_CS 20
-#define DEF_THINK 50
+#define DEF_THINK "50,0"
 #define DEF_SAMPLE 64
 #define DEF_UNCONTENDED_MS 100
 #define DEF_STALL_MS 10000
@@ -42,46 +43,32 @@
 #define QUICK_REPEATS 2
 #define QUICK_UNCONTENDED_MS 10
 #define DEF_BASELINE "pthread_spin"
-#define ALL_DEFAULT_PLOT "rqspin-bench.png"
 
 /* ------------------------------------------------------------------------ */
 /* Options                                                                   */
 
-static void usage(FILE *f, const char *sub)
+static void help(FILE *f)
 {
-	bool all = strcmp(sub, "all") == 0;
-
-	fprintf(f, "usage: %s %s [options]\n\n", cli_prog, sub);
-	if (all)
-		fprintf(f,
-			"The default suite: the lock benchmark with every lock at 1, 2, 4 and 8\n"
-			"threads (about 80 s on 2 cores), the targets of the locks as\n"
-			"PASS/FAIL verdicts, and a plot in ./" ALL_DEFAULT_PLOT " when gnuplot is\n"
-			"installed; then a short torture run (rqspin, qspin, pthread_spin at 2 and\n"
-			"16 threads, ~3 s) and a short deadlock run (200 trials, 20 per timeout,\n"
-			"~3 s), each with its verdicts (see `%s torture --help` and\n"
-			"`%s deadlock --help`).\n"
-			"Takes the options of `%s lock`; --quick, --quiet, --json and --csv also\n"
-			"apply to the torture and deadlock runs, whose files are named after the\n"
-			"given ones (out.json -> out.torture.json, out.deadlock.json).\n\n",
-			cli_prog, cli_prog, cli_prog);
 	fprintf(f,
 		"Runs every selected lock at every thread count for --duration-ms, --repeats\n"
-		"times, interleaved (each repeat runs every lock, in a rotated order), and\n"
-		"reports per lock and thread count: acquisitions/s (median of the repeats,\n"
-		"min-max), the ratio to the baseline, Jain's fairness index and the smallest\n"
-		"per-thread share of a fair share (aggregated over the repeats), sampled\n"
-		"acquisition latency (p50/p99/p99.9/max) and lock failures (rqspin), plus\n"
-		"the uncontended lock+unlock cost of each lock. Critical sections update\n"
-		"plain shared memory; a lost update means mutual exclusion broke.\n\n"
+		"times, interleaved (each repeat runs every lock, in a rotated order), once per\n"
+		"--think value (a scenario: 50 is a lock taken between other work, 0 a tight\n"
+		"loop), and reports per lock and thread count: acquisitions/s (median of the\n"
+		"repeats, min-max), the ratio to the baseline, Jain's fairness index and the\n"
+		"smallest per-thread share of a fair share (aggregated over the repeats),\n"
+		"sampled acquisition latency (p50/p99/p99.9/max) and lock failures (rqspin),\n"
+		"plus the uncontended lock+unlock cost of each lock. Critical sections update\n"
+		"plain shared memory; a lost update means mutual exclusion broke. Each\n"
+		"scenario gets the targets of the locks as PASS/FAIL verdicts.\n\n"
 		"Options:\n"
 		"  --locks LIST          comma-separated lock names, or 'all' (the default:\n"
 		"                        every lock below but 'none')\n"
 		"  --threads LIST        thread counts, e.g. 1,2,4,8 (default)\n"
+		"  --think LIST          private work steps between acquisitions, one scenario\n"
+		"                        per value (default " DEF_THINK ")\n"
 		"  --duration-ms N       one measurement (default %d)\n"
 		"  --repeats N           interleaved repeats (default %d)\n"
 		"  --cs N                shared-array updates in the critical section (default %d)\n"
-		"  --think N             private work steps between acquisitions (default %d)\n"
 		"  --baseline LOCK       lock of the ratio column (default " DEF_BASELINE
 		", else the first)\n"
 		"  --sample N            time every Nth acquisition, a power of two, 0 = none\n"
@@ -90,29 +77,29 @@ static void usage(FILE *f, const char *sub)
 		"  --stall-timeout-ms N  wait for workers after the stop before calling the\n"
 		"                        lock stalled (default %d)\n"
 		"  --quick               smoke-test sizes: %d ms x %d repeats, %d ms uncontended\n"
-		"  --json FILE           write the results as JSON\n"
-		"  --csv FILE            write one CSV row per lock and thread count\n"
-		"  --plot FILE.png       chart throughput and p99.9 latency vs threads (gnuplot)\n"
-		"%s"
-		"  --quiet               no progress on stderr\n"
-		"  -h, --help            this text\n\n"
+		"  --plot FILE.png       charts throughput and p99.9 latency vs threads\n\n"
 		"Locks:\n",
-		DEF_DURATION_MS, DEF_REPEATS, DEF_CS, DEF_THINK, DEF_SAMPLE, DEF_UNCONTENDED_MS,
-		DEF_STALL_MS, QUICK_DURATION_MS, QUICK_REPEATS, QUICK_UNCONTENDED_MS,
-		all ? "  --no-plot             do not draw the default plot\n" : "");
+		DEF_DURATION_MS, DEF_REPEATS, DEF_CS, DEF_SAMPLE, DEF_UNCONTENDED_MS, DEF_STALL_MS,
+		QUICK_DURATION_MS, QUICK_REPEATS, QUICK_UNCONTENDED_MS);
 	for (size_t i = 0; i < lock_peers_count; i++)
 		fprintf(f, "  %-14s %s\n", lock_peers[i]->name, lock_peers[i]->desc);
-	fprintf(f,
-		"\nExit status: 0 done (verdicts are informational), 1 mutual exclusion broke,\n"
-		"a librqspin lock stalled or an output could not be written, 2 bad arguments.\n");
+	fprintf(f, "\nExit status 1 also when mutual exclusion broke or a librqspin lock stalled.\n");
 }
 
-static void config_free(struct lb_config *c)
+/* The suite's configuration: the options point into it. */
+static struct lb_config cfg;
+static bool set_dur, set_rep, set_unc;
+static const char *baseline_name;
+static struct lock_selection lock_sel = { &cfg.locks, &cfg.nlocks };
+
+static void cleanup(void)
 {
-	free(c->locks);
-	free(c->threads);
-	c->locks = NULL;
-	c->threads = NULL;
+	free(cfg.locks);
+	free(cfg.threads);
+	free(cfg.thinks);
+	cfg.locks = NULL;
+	cfg.threads = NULL;
+	cfg.thinks = NULL;
 }
 
 static bool parse_sample(const char *value, void *dest)
@@ -128,93 +115,93 @@ static bool parse_sample(const char *value, void *dest)
 	return true;
 }
 
-/* Returns CLI_EXIT_OK to run, or an exit status (help: 0 via *done). */
-static int parse_args(int argc, char **argv, struct lb_config *c, bool *done)
+static size_t options(struct cli_opt *opts, size_t max)
 {
-	const char *sub = argv[0];
-	bool all = strcmp(sub, "all") == 0;
-	bool set_dur = false, set_rep = false, set_unc = false, no_plot = false;
-	const char *baseline = NULL;
-	const struct cli_opt opts[] = {
-		{ "locks", CLI_LOCKS, &c->locks, 0, 0, &c->nlocks, NULL, NULL },
-		{ "threads", CLI_UINT_LIST, &c->threads, 1, LB_MAX_THREADS, &c->nthreads, NULL,
+	const struct cli_opt o[] = {
+		{ "locks", CLI_CUSTOM, &lock_sel, 0, 0, NULL, lock_peers_parse_opt, NULL },
+		{ "threads", CLI_UINT_LIST, &cfg.threads, 1, LB_MAX_THREADS, &cfg.nthreads, NULL,
 		  NULL },
-		{ "duration-ms", CLI_UINT, &c->duration_ms, 1, 3600000, NULL, NULL, &set_dur },
-		{ "repeats", CLI_UINT, &c->repeats, 1, 1000, NULL, NULL, &set_rep },
-		{ "cs", CLI_UINT, &c->cs, 0, 1000000, NULL, NULL, NULL },
-		{ "think", CLI_UINT, &c->think, 0, 100000000, NULL, NULL, NULL },
-		{ "baseline", CLI_STRING, &baseline, 0, 0, NULL, NULL, NULL },
-		{ "sample", CLI_CUSTOM, &c->sample_every, 0, 0, NULL, parse_sample, NULL },
-		{ "uncontended-ms", CLI_UINT, &c->uncontended_ms, 0, 3600000, NULL, NULL,
+		{ "think", CLI_UINT_LIST, &cfg.thinks, 0, 100000000, &cfg.nthinks, NULL, NULL },
+		{ "duration-ms", CLI_UINT, &cfg.duration_ms, 1, 3600000, NULL, NULL, &set_dur },
+		{ "repeats", CLI_UINT, &cfg.repeats, 1, 1000, NULL, NULL, &set_rep },
+		{ "cs", CLI_UINT, &cfg.cs, 0, 1000000, NULL, NULL, NULL },
+		{ "baseline", CLI_STRING, &baseline_name, 0, 0, NULL, NULL, NULL },
+		{ "sample", CLI_CUSTOM, &cfg.sample_every, 0, 0, NULL, parse_sample, NULL },
+		{ "uncontended-ms", CLI_UINT, &cfg.uncontended_ms, 0, 3600000, NULL, NULL,
 		  &set_unc },
-		{ "stall-timeout-ms", CLI_UINT, &c->stall_timeout_ms, 1, 3600000, NULL, NULL,
+		{ "stall-timeout-ms", CLI_UINT, &cfg.stall_timeout_ms, 1, 3600000, NULL, NULL,
 		  NULL },
-		{ "quick", CLI_FLAG, &c->quick, 0, 0, NULL, NULL, NULL },
-		{ "json", CLI_STRING, &c->json_path, 0, 0, NULL, NULL, NULL },
-		{ "csv", CLI_STRING, &c->csv_path, 0, 0, NULL, NULL, NULL },
-		{ "plot", CLI_STRING, &c->plot_path, 0, 0, NULL, NULL, NULL },
-		{ "quiet", CLI_FLAG, &c->quiet, 0, 0, NULL, NULL, NULL },
-		/* last: only 'all' has it */
-		{ "no-plot", CLI_FLAG, &no_plot, 0, 0, NULL, NULL, NULL },
 	};
+	size_t n = sizeof(o) / sizeof(o[0]);
 
-	*done = false;
-	memset(c, 0, sizeof(*c));
-	c->suite = all ? "all" : "lock";
-	c->duration_ms = DEF_DURATION_MS;
-	c->repeats = DEF_REPEATS;
-	c->cs = DEF_CS;
-	c->think = DEF_THINK;
-	c->sample_every = DEF_SAMPLE;
-	c->uncontended_ms = DEF_UNCONTENDED_MS;
-	c->stall_timeout_ms = DEF_STALL_MS;
+	cleanup();
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.duration_ms = DEF_DURATION_MS;
+	cfg.repeats = DEF_REPEATS;
+	cfg.cs = DEF_CS;
+	cfg.sample_every = DEF_SAMPLE;
+	cfg.uncontended_ms = DEF_UNCONTENDED_MS;
+	cfg.stall_timeout_ms = DEF_STALL_MS;
+	set_dur = set_rep = set_unc = false;
+	baseline_name = NULL;
+	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
+	return n < max ? n : max;
+}
 
-	if (cli_parse_options(sub, argc, argv, opts, sizeof(opts) / sizeof(opts[0]) - !all,
-			      done) != CLI_EXIT_OK)
-		goto bad;
-	if (*done) {
-		usage(stdout, sub);
-		config_free(c);
-		return CLI_EXIT_OK;
-	}
-	if (!c->locks && !cli_parse_locks("all", &c->locks, &c->nlocks))
-		goto bad;
-	if (!c->threads && !cli_parse_uint_list("--threads", "1,2,4,8", 1, LB_MAX_THREADS,
-						 &c->threads, &c->nthreads))
-		goto bad;
-	if (c->quick) {
+static bool prepare(const struct bench_opts *bo)
+{
+	cfg.o = bo;
+	if (!cfg.locks && !lock_peers_parse("all", &cfg.locks, &cfg.nlocks))
+		return false;
+	if (!cfg.threads && !cli_parse_uint_list("--threads", "1,2,4,8", 1, LB_MAX_THREADS,
+						 &cfg.threads, &cfg.nthreads))
+		return false;
+	if (!cfg.thinks && !cli_parse_uint_list("--think", DEF_THINK, 0, 100000000, &cfg.thinks,
+						&cfg.nthinks))
+		return false;
+	if (bo->quick) {
 		if (!set_dur)
-			c->duration_ms = QUICK_DURATION_MS;
+			cfg.duration_ms = QUICK_DURATION_MS;
 		if (!set_rep)
-			c->repeats = QUICK_REPEATS;
+			cfg.repeats = QUICK_REPEATS;
 		if (!set_unc)
-			c->uncontended_ms = QUICK_UNCONTENDED_MS;
+			cfg.uncontended_ms = QUICK_UNCONTENDED_MS;
 	}
-	if (baseline) {
-		const struct lock_peer *p = lock_peer_find(baseline);
+	if (baseline_name) {
+		const struct lock_peer *p = lock_peer_find(baseline_name);
 
-		for (size_t i = 0; p && i < c->nlocks; i++)
-			if (c->locks[i] == p)
-				c->baseline = p;
-		if (!c->baseline) {
-			cli_error("--baseline: '%s' is not one of the selected locks", baseline);
-			goto bad;
+		for (size_t i = 0; p && i < cfg.nlocks; i++)
+			if (cfg.locks[i] == p)
+				cfg.baseline = p;
+		if (!cfg.baseline) {
+			cli_error("--baseline: '%s' is not one of the selected locks", baseline_name);
+			return false;
 		}
 	} else {
 		const struct lock_peer *p = lock_peer_find(DEF_BASELINE);
 
-		c->baseline = c->locks[0];
-		for (size_t i = 0; p && i < c->nlocks; i++)
-			if (c->locks[i] == p)
-				c->baseline = p;
+		cfg.baseline = cfg.locks[0];
+		for (size_t i = 0; p && i < cfg.nlocks; i++)
+			if (cfg.locks[i] == p)
+				cfg.baseline = p;
 	}
-	if (all && !c->plot_path && !no_plot)
-		c->plot_path = ALL_DEFAULT_PLOT;
-	return CLI_EXIT_OK;
-bad:
-	config_free(c);
-	cli_usage_hint(sub);
-	return CLI_EXIT_USAGE;
+	return true;
+}
+
+/* Measured time plus about 4 ms of thread start, gate and join per
+ * measurement and thread on the 2-core reference machine, twice that with
+ * background load (measured: all --quick, where they dominate). */
+static double estimate_s(const struct bench_opts *bo)
+{
+	double meas = (double)cfg.nlocks * (double)cfg.nthreads * (double)cfg.nthinks;
+	double thr = 0;
+
+	for (size_t i = 0; i < cfg.nthreads; i++)
+		thr += cfg.threads[i];
+	return (double)cfg.repeats *
+	       (meas * cfg.duration_ms / 1000.0 +
+		(double)cfg.nlocks * cfg.nthinks * thr * (bo->background_load ? 0.008 : 0.004) +
+		(cfg.uncontended_ms ? (double)cfg.nlocks * (cfg.uncontended_ms / 1000.0 + 0.02) : 0));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -373,37 +360,14 @@ free_all:
 /* ------------------------------------------------------------------------ */
 /* Results                                                                   */
 
-const struct lb_cell *lb_find(const struct lb_results *r, const char *lock, unsigned threads)
-{
-	for (size_t ti = 0; ti < r->cfg->nthreads; ti++) {
-		if (r->cfg->threads[ti] != threads)
-			continue;
-		for (size_t li = 0; li < r->cfg->nlocks; li++) {
-			const struct lb_cell *c = lb_cell_at(r, ti, li);
-
-			if (strcmp(c->lock->name, lock) == 0)
-				return c->nrep ? c : NULL;
-		}
-	}
-	return NULL;
-}
-
-const struct lb_unc *lb_find_unc(const struct lb_results *r, const char *lock)
-{
-	if (!r->unc)
-		return NULL;
-	for (size_t li = 0; li < r->cfg->nlocks; li++)
-		if (strcmp(r->unc[li].lock->name, lock) == 0)
-			return r->unc[li].n ? &r->unc[li] : NULL;
-	return NULL;
-}
-
-static bool results_alloc(struct lb_results *r, const struct lb_config *c)
+static bool results_alloc(struct lb_results *r, const struct lb_config *c, unsigned think,
+			  bool with_unc)
 {
 	size_t reps = c->repeats;
 
 	memset(r, 0, sizeof(*r));
 	r->cfg = c;
+	r->think = think;
 	r->ncells = c->nthreads * c->nlocks;
 	r->cells = calloc(r->ncells, sizeof(*r->cells));
 	if (!r->cells)
@@ -426,7 +390,7 @@ static bool results_alloc(struct lb_results *r, const struct lb_config *c)
 				cell->ops_rep[k] = NAN;
 		}
 	}
-	if (c->uncontended_ms) {
+	if (c->uncontended_ms && with_unc) {
 		r->unc = calloc(c->nlocks, sizeof(*r->unc));
 		if (!r->unc)
 			return false;
@@ -528,7 +492,7 @@ static double run_uncontended(struct lb_results *r, struct lb_unc *u, unsigned m
 		 * was descheduled around the start or the stop. */
 		ns = out.worker_ns / (double)out.acquired;
 		if (out.counter != out.acquired) {
-			cli_progress(c->quiet, "\n");
+			cli_progress(c->o->quiet, "\n");
 			cli_error("MUTUAL EXCLUSION BROKEN: %s, 1 thread: counter %llu, acquisitions %llu",
 				  u->lock->name, (unsigned long long)out.counter,
 				  (unsigned long long)out.acquired);
@@ -539,7 +503,7 @@ static double run_uncontended(struct lb_results *r, struct lb_unc *u, unsigned m
 		r->any_stalled = true;
 		if (u->lock->flags & LP_LIBRQSPIN)
 			r->lib_stalled = true;
-		cli_progress(c->quiet, "\n");
+		cli_progress(c->o->quiet, "\n");
 		cli_error("%s: a single uncontended thread did not stop within %u ms", u->lock->name,
 			  c->stall_timeout_ms);
 	}
@@ -598,7 +562,7 @@ static bool run_cell(struct lb_results *r, struct lb_cell *cell, unsigned rep)
 		cell->error = true;
 		return true;
 	}
-	st = run_once(cell->lock, cell->threads, c->cs, c->think, sample_mask(c->sample_every),
+	st = run_once(cell->lock, cell->threads, c->cs, r->think, sample_mask(c->sample_every),
 		      c->duration_ms, c->stall_timeout_ms, &out);
 	if (st == RUN_ERROR) {
 		cell->error = true;
@@ -621,7 +585,7 @@ static bool run_cell(struct lb_results *r, struct lb_cell *cell, unsigned rep)
 		r->any_stalled = true;
 		if (cell->lock->flags & LP_LIBRQSPIN)
 			r->lib_stalled = true;
-		cli_progress(c->quiet, "\n"); /* end the progress line */
+		cli_progress(c->o->quiet, "\n"); /* end the progress line */
 		cli_error("%s, %u threads: workers did not return within %u ms of the stop: "
 			  "reported as stalled, not run again at >= %u threads",
 			  cell->lock->name, cell->threads, c->stall_timeout_ms, cell->threads);
@@ -636,7 +600,7 @@ static bool run_cell(struct lb_results *r, struct lb_cell *cell, unsigned rep)
 		cell->lost_updates += out.acquired > out.counter ? out.acquired - out.counter
 								   : out.counter - out.acquired;
 		r->broken = true;
-		cli_progress(c->quiet, "\n");
+		cli_progress(c->o->quiet, "\n");
 		cli_error("MUTUAL EXCLUSION BROKEN: %s, %u threads: shared counter %llu, "
 			  "acquisitions %llu",
 			  cell->lock->name, cell->threads, (unsigned long long)out.counter,
@@ -653,28 +617,25 @@ static void run_schedule(struct lb_results *r)
 	unsigned *stalled_at = calloc(nl, sizeof(unsigned));
 	uint64_t start = now_ns();
 	struct load_snap load0, load1;
-	double est_s = (double)c->repeats *
-		       ((double)nl * (double)c->nthreads * c->duration_ms + (double)nl * c->uncontended_ms) /
-		       1000.0;
 	char buf[16];
 
-	cli_progress(c->quiet, "%s: %zu locks x %zu thread counts x %u repeats x %u ms: about %.0f s\n",
-		 cli_prog, nl, c->nthreads, c->repeats, c->duration_ms, est_s);
+	cli_progress(c->o->quiet, "[lock] think %u: %zu locks x %zu thread counts x %u repeats x %u ms\n",
+		     r->think, nl, c->nthreads, c->repeats, c->duration_ms);
 	load_snapshot(&load0);
 	for (unsigned rep = 0; rep < c->repeats; rep++) {
 		if (r->unc) {
-			cli_progress(c->quiet, "[%u/%u] uncontended:", rep + 1, c->repeats);
+			cli_progress(c->o->quiet, "[%u/%u] uncontended:", rep + 1, c->repeats);
 			run_uncontended_pass(r, rep);
 			for (size_t li = 0; li < nl; li++)
 				if (isfinite(r->unc[li].ns_rep[rep]))
-					cli_progress(c->quiet, " %s %.1fns", r->unc[li].lock->name,
+					cli_progress(c->o->quiet, " %s %.1fns", r->unc[li].lock->name,
 						 r->unc[li].ns_rep[rep]);
-			cli_progress(c->quiet, "\n");
+			cli_progress(c->o->quiet, "\n");
 		}
 		for (size_t ti = 0; ti < c->nthreads; ti++) {
 			unsigned nthr = c->threads[ti];
 
-			cli_progress(c->quiet, "[%u/%u] %u thread%s:", rep + 1, c->repeats, nthr,
+			cli_progress(c->o->quiet, "[%u/%u] %u thread%s:", rep + 1, c->repeats, nthr,
 				 nthr == 1 ? "" : "s");
 			for (size_t k = 0; k < nl; k++) {
 				size_t li = (k + rep) % nl;
@@ -690,11 +651,11 @@ static void run_schedule(struct lb_results *r)
 				if (!run_cell(r, cell, rep) && stalled_at)
 					stalled_at[li] = nthr;
 				if (cell->nrep)
-					cli_progress(c->quiet, " %s %s%s", cell->lock->name,
+					cli_progress(c->o->quiet, " %s %s%s", cell->lock->name,
 						 fmt_si(buf, sizeof(buf), cell->ops[cell->nrep - 1]),
 						 cell->stalled ? "(stalled)" : "");
 			}
-			cli_progress(c->quiet, " (%.0f s)\n", (double)(now_ns() - start) / 1e9);
+			cli_progress(c->o->quiet, " (%.0f s)\n", (double)(now_ns() - start) / 1e9);
 		}
 	}
 	free(stalled_at);
@@ -705,141 +666,115 @@ static void run_schedule(struct lb_results *r)
 
 /* ------------------------------------------------------------------------ */
 
-/* Runs the lock suite. For `all`, *ao (if not NULL) receives what the
- * following suites need, with ao->ran set when the suite ran (not for
- * --help or bad arguments), and its verdict counts. */
-static int lock_run(int argc, char **argv, struct suite_all_opts *ao, size_t *pass, size_t *fail)
+static void results_free_all(struct lb_results *rs, size_t n)
 {
-	struct lb_config c;
-	struct lb_results r;
-	bool done;
-	int rc = parse_args(argc, argv, &c, &done);
+	for (size_t k = 0; rs && k < n; k++)
+		results_free(&rs[k]);
+	free(rs);
+}
 
-	if (rc != CLI_EXIT_OK || done)
-		return rc;
-	if (ao) {
-		ao->ran = true;
-		ao->quick = c.quick;
-		ao->quiet = c.quiet;
-		ao->json_path = c.json_path;
-		ao->csv_path = c.csv_path;
+/* Every scenario, then the reports. */
+static int run(const struct bench_opts *bo, struct verdict_list *v)
+{
+	const struct lb_config *c = &cfg;
+	struct lb_results *rs = calloc(c->nthinks, sizeof(*rs));
+	bool broken = false, lib_stalled = false, any_stalled = false;
+	int rc = CLI_EXIT_OK;
+
+	for (size_t k = 0; rs && k < c->nthinks; k++) {
+		if (!results_alloc(&rs[k], c, c->thinks[k], k == 0)) {
+			results_free_all(rs, c->nthinks);
+			rs = NULL;
+		}
 	}
-	if (!results_alloc(&r, &c)) {
+	if (!rs) {
 		cli_error("out of memory");
-		results_free(&r);
-		config_free(&c);
 		return CLI_EXIT_FAIL;
 	}
-	sysinfo_collect(&r.sys);
-	if (!c.quiet) {
-		fprintf(stderr, "%s %s\n", cli_prog, c.suite);
-		sysinfo_print(stderr, &r.sys, "  ");
-	}
-	run_schedule(&r);
-	summarize(&r);
-	verdicts_compute(&r);
+	for (size_t k = 0; k < c->nthinks; k++) {
+		struct lb_results *r = &rs[k];
 
-	report_header(stdout, &r);
-	if (r.unc)
-		report_uncontended(stdout, &r);
-	report_table(stdout, &r);
-	report_libstats(stdout, &r);
-	report_verdicts(stdout, &r);
-	fflush(stdout);
-	for (size_t i = 0; pass && fail && i < r.nverdicts; i++) {
-		*pass += r.verdicts[i].status == V_PASS;
-		*fail += r.verdicts[i].status == V_FAIL;
+		sysinfo_collect(&r->sys);
+		if (k == 0 && !bo->quiet) {
+			fprintf(stderr, "%s %s\n", cli_prog, bo->run);
+			sysinfo_print(stderr, &r->sys, "  ");
+		}
+		run_schedule(r);
+		summarize(r);
+		lb_verdicts(r);
+
+		report_header(stdout, r);
+		if (r->unc)
+			report_uncontended(stdout, r);
+		report_table(stdout, r);
+		report_libstats(stdout, r);
+		report_verdicts(stdout, r);
+		fflush(stdout);
+		for (size_t i = 0; i < r->verdicts.n; i++)
+			if (v->n < VERDICT_MAX)
+				v->v[v->n++] = r->verdicts.v[i];
+		broken |= r->broken;
+		lib_stalled |= r->lib_stalled;
+		any_stalled |= r->any_stalled;
+		if (r->lib_stalled)
+			break; /* threads of ours still spin in there: no more measurements */
 	}
 
-	rc = CLI_EXIT_OK;
-	if (c.json_path) {
-		if (report_json(c.json_path, &r) == 0)
-			printf("JSON written to %s\n", c.json_path);
+	if (bo->json_path) {
+		if (report_json(bo->json_path, rs, c->nthinks, v) == 0)
+			printf("JSON written to %s\n", bo->json_path);
 		else
 			rc = CLI_EXIT_FAIL;
 	}
-	if (c.csv_path) {
-		if (report_csv(c.csv_path, &r) == 0)
-			printf("CSV written to %s\n", c.csv_path);
+	if (bo->csv_path) {
+		if (report_csv(bo->csv_path, rs, c->nthinks) == 0)
+			printf("CSV written to %s\n", bo->csv_path);
 		else
 			rc = CLI_EXIT_FAIL;
 	}
-	if (c.plot_path) {
-		int prc = report_plot(c.plot_path, &r);
+	if (bo->plot_path) {
+		int prc = report_plot(bo->plot_path, rs, c->nthinks);
 
 		if (prc == 0)
-			printf("Plot written to %s\n", c.plot_path);
-		else if (prc < 0 || strcmp(c.suite, "all") != 0)
+			printf("Plot written to %s\n", bo->plot_path);
+		else if (prc < 0 || strcmp(bo->run, "lock") == 0)
 			rc = CLI_EXIT_FAIL; /* asked for explicitly, or gnuplot failed */
 	}
-	if (r.broken) {
+	if (broken) {
 		cli_error("FAILED: mutual exclusion broke (see above)");
 		rc = CLI_EXIT_FAIL;
 	}
-	if (r.lib_stalled) {
+	if (lib_stalled) {
 		cli_error("FAILED: a librqspin lock stalled (workers did not return)");
 		rc = CLI_EXIT_FAIL;
 	}
-	if (r.any_stalled) {
+	if (any_stalled) {
 		/* Stalled workers still run (or spin): do not wait for them or
 		 * run exit handlers under their feet. */
 		fflush(NULL);
 		_exit(rc);
 	}
-	results_free(&r);
-	config_free(&c);
+	results_free_all(rs, c->nthinks);
 	return rc;
 }
 
-int lock_bench_main(int argc, char **argv)
-{
-	return lock_run(argc, argv, NULL, NULL, NULL);
-}
-
-int alloc_bench_main(int argc, char **argv);
-int storage_bench_main(int argc, char **argv);
-
-/* The allocator and storage suites in their quick form (their full runs
- * are `rqspin-bench alloc` / `storage`). The argument vectors stay alive:
- * the allocator suite re-executes the process with them. */
-static int all_run_layers(void)
-{
-	static char a0[] = "alloc", a1[] = "--quick", s0[] = "storage", s1[] = "--quick";
-	static char *alloc_argv[] = { a0, a1, NULL };
-	static char *storage_argv[] = { s0, s1, NULL };
-	int rc, rc2;
-
-	fflush(stdout);
-	fprintf(stderr, "all: allocator suite (quick)\n");
-	printf("\n== rqspin-bench alloc --quick ==\n");
-	fflush(stdout);
-	rc = alloc_bench_main(2, alloc_argv);
-	fprintf(stderr, "all: storage suite (quick)\n");
-	printf("\n== rqspin-bench storage --quick ==\n");
-	fflush(stdout);
-	rc2 = storage_bench_main(2, storage_argv);
-	fflush(stdout);
-	return rc2 > rc ? rc2 : rc;
-}
-
-int all_main(int argc, char **argv)
-{
-	/* The lock suite, then the short torture and deadlock runs (alloc and
-	 * storage join as they land). The worst exit status wins. */
-	struct suite_all_opts ao = { 0 };
-	size_t pass = 0, fail = 0;
-	int rc = lock_run(argc, argv, &ao, &pass, &fail), rc2;
-
-	if (!ao.ran)
-		return rc;
-	rc2 = torture_all(&ao, &pass, &fail);
-	rc = rc2 > rc ? rc2 : rc;
-	rc2 = deadlock_all(&ao, &pass, &fail);
-	rc = rc2 > rc ? rc2 : rc;
-	rc2 = all_run_layers();
-	rc = rc2 > rc ? rc2 : rc;
-	printf("Suite 'all': %zu lock verdicts passed, %zu failed (lock, torture, deadlock; the "
-	       "allocator and storage suites print their own)%s\n",
-	       pass, fail, rc ? "; FAILED (see the errors above)" : "");
-	return rc;
-}
+const struct bench_suite bench_suite_lock = {
+	.name = "lock",
+	.summary = "throughput, fairness and latency of qspin/rqspin vs peer locks",
+	.help = help,
+	.options = options,
+	.prepare = prepare,
+	.estimate_s = estimate_s,
+	.run = run,
+	.cleanup = cleanup,
+	.own_plot = true,
+	/* Idle, then with one CPU-bound process per CPU (fewer repeats, no
+	 * uncontended pass: the loaded run is about the contended figures). */
+	.all_runs = {
+		{ .tag = "lock", .args = { "--duration-ms", "250", "--repeats", "3", NULL } },
+		{ .tag = "lock-loaded",
+		  .args = { "--duration-ms", "150", "--repeats", "2", "--uncontended-ms", "0", NULL },
+		  .quick_args = { "--uncontended-ms", "0", NULL },
+		  .hog_per_cpu = true },
+	},
+};

@@ -2,9 +2,9 @@
 /*
  * `rqspin-bench lock`: throughput, fairness and acquisition latency of the
  * locks in lock_peers.c at several thread counts, in one run, with the
- * repeats interleaved. The configuration and the results live here; the
- * measuring is in lock_bench.c, the targets in verdict.c and the output in
- * report.c.
+ * repeats interleaved, once per think time (scenario). The configuration
+ * and the results live here; the measuring is in lock_bench.c, the targets
+ * in lock_verdict.c and the output in lock_report.c.
  */
 #ifndef BENCH_LOCK_BENCH_H
 #define BENCH_LOCK_BENCH_H
@@ -19,12 +19,14 @@
 #include "lock_peers.h"
 #include "lock_worker.h"
 #include "stats.h"
+#include "suite.h"
 #include "sysinfo.h"
+#include "verdict.h"
 
 #define LB_MAX_THREADS 1024
 
 struct lb_config {
-	const char *suite; /* "lock" or "all": names the run in the output */
+	const struct bench_opts *o; /* the common options: run name, files, quick */
 	const struct lock_peer **locks;
 	size_t nlocks;
 	unsigned *threads;
@@ -32,16 +34,12 @@ struct lb_config {
 	unsigned duration_ms;     /* per repeat, per lock and thread count */
 	unsigned repeats;
 	unsigned cs;              /* shared-array updates inside the lock */
-	unsigned think;           /* private work steps outside the lock */
+	unsigned *thinks;         /* private work steps outside the lock: one scenario each */
+	size_t nthinks;
 	unsigned sample_every;    /* time every Nth acquisition (power of 2; 0 = none) */
 	unsigned uncontended_ms;  /* per repeat and lock; 0 = no uncontended pass */
 	unsigned stall_timeout_ms;/* how long to wait for workers after the stop */
 	const struct lock_peer *baseline;
-	const char *json_path;
-	const char *csv_path;
-	const char *plot_path;
-	bool quick;
-	bool quiet;
 };
 
 /* One lock at one thread count, over all repeats. */
@@ -84,28 +82,16 @@ struct lb_unc {
 	double med, min, max;     /* derived */
 };
 
-enum verdict_status { V_FAIL = 0, V_PASS = 1, V_INFO = 2 };
-
-struct verdict {
-	char target[112];  /* "2 threads: qspin >= 0.9x pthread_spin" */
-	char measured[112];/* "12.1M vs 11.5M ops/s" */
-	const char *area; /* what the target is about: "lock", "rqspin", "harness", "info" */
-	double value;      /* the measured ratio, or a count (NaN: none) */
-	bool is_count;     /* value is a count (failures), not a ratio */
-	double limit;
-	enum verdict_status status;
-};
-
-#define LB_MAX_VERDICTS 32
-
+/* One scenario: every lock at every thread count with one think time. */
 struct lb_results {
 	const struct lb_config *cfg;
+	unsigned think;
 	struct sysinfo_rec sys;
 	struct lb_cell *cells;    /* [nthreads][nlocks] */
 	size_t ncells;
-	struct lb_unc *unc;       /* [nlocks], NULL without the uncontended pass */
-	struct verdict verdicts[LB_MAX_VERDICTS];
-	size_t nverdicts;
+	struct lb_unc *unc;       /* [nlocks], NULL without the uncontended pass (which
+				   * runs in the first scenario only: no think time) */
+	struct verdict_list verdicts;
 	bool broken;              /* some lock broke mutual exclusion */
 	bool lib_stalled;         /* qspin or rqspin did not come back */
 	bool any_stalled;         /* threads are still out there: _exit at the end */
@@ -113,10 +99,6 @@ struct lb_results {
 	double wall_s;
 	struct load_share load;   /* other work on the machine during the run */
 };
-
-/* Other processes used more than this share of the CPU time: say that the
- * figures are noisy. */
-#define LB_BUSY_SHARE 0.10
 
 static inline struct lb_cell *lb_cell_at(const struct lb_results *r, size_t ti, size_t li)
 {
@@ -127,16 +109,8 @@ static inline struct lb_cell *lb_cell_at(const struct lb_results *r, size_t ti, 
 const struct lb_cell *lb_find(const struct lb_results *r, const char *lock, unsigned threads);
 const struct lb_unc *lb_find_unc(const struct lb_results *r, const char *lock);
 
-/* Subcommands (argv[0] is the subcommand name). */
-int lock_bench_main(int argc, char **argv);
-int all_main(int argc, char **argv);
-
-/* verdict.c: fill r->verdicts from the results. */
-void verdicts_compute(struct lb_results *r);
-/* verdict.c: print title, one line per verdict and the pass/fail count
- * (noting a busy machine when load says so); nothing when n is 0. Shared by
- * the lock suite (report_verdicts) and the others (vl_print). */
-void verdicts_print(FILE *f, const char *title, const struct verdict *vs, size_t n,
-		    const struct load_share *load);
+/* lock_verdict.c: fill r->verdicts from the results (targets prefixed
+ * with the think time when the run has more than one scenario). */
+void lb_verdicts(struct lb_results *r);
 
 #endif

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+#include "load.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* In the forked child of a multithreaded process: async-signal-safe calls
+ * only, no return. */
+static __attribute__((noreturn)) void hog(pid_t parent)
+{
+	volatile unsigned long counter = 0;
+
+	/* Dies with the thread that forked it, also when the suite ends with
+	 * _exit (stalled workers) or crashes; the getppid check closes the
+	 * window in which the parent died before the prctl. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+		_exit(0);
+	for (;;)
+		counter++;
+}
+
+bool load_hogs_start(struct load_hogs *h, unsigned n)
+{
+	pid_t self = getpid();
+
+	h->n = 0;
+	if (n > LOAD_MAX_HOGS) {
+		cli_error("--background-load: at most %u hogs", LOAD_MAX_HOGS);
+		return false;
+	}
+	fflush(NULL); /* the children never flush, but do not copy pending output into them */
+	for (unsigned i = 0; i < n; i++) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			hog(self);
+		if (pid < 0) {
+			cli_error("--background-load: cannot start hog %u of %u: %s", i + 1, n,
+				  strerror(errno));
+			load_hogs_stop(h);
+			return false;
+		}
+		h->pid[h->n++] = pid;
+	}
+	return true;
+}
+
+void load_hogs_stop(struct load_hogs *h)
+{
+	for (unsigned i = 0; i < h->n; i++)
+		kill(h->pid[i], SIGKILL);
+	for (unsigned i = 0; i < h->n; i++)
+		while (waitpid(h->pid[i], NULL, 0) < 0 && errno == EINTR)
+			;
+	h->n = 0;
+}
+
+unsigned load_usable_cpus(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}

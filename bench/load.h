@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Background load (--background-load N): N CPU-bound hog processes, pinned
+ * nowhere, each a busy loop on a volatile counter, started before a suite
+ * measures and stopped after. Servers run on busy machines; these put the
+ * suite on one. Processes rather than threads: they do not share this
+ * process's allocator or signal handlers, and the load figures
+ * (sysinfo.h) count them as other work, which they are.
+ */
+#ifndef BENCH_LOAD_H
+#define BENCH_LOAD_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define LOAD_MAX_HOGS 1024
+
+struct load_hogs {
+	pid_t pid[LOAD_MAX_HOGS];
+	unsigned n;
+};
+
+/* Starts n hogs; false (after saying why, with none left running) when one
+ * could not be started. A hog dies with the thread that started it. */
+bool load_hogs_start(struct load_hogs *h, unsigned n);
+/* Kills and reaps them. */
+void load_hogs_stop(struct load_hogs *h);
+
+/* CPUs in this process's affinity mask (at least 1). */
+unsigned load_usable_cpus(void);
+
+#endif
