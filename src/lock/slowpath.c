@@ -617,12 +617,23 @@ static void queue_leave(struct waiter *w, struct mcs_node *node, uint32_t tail, 
 }
 
 /* Queue head: take the pending bit (after any pending waiter has taken
- * the lock), then wait for the locked byte to clear. */
-static int head_wait(struct waiter *w)
+ * the lock), then wait for the locked byte to clear. lost: barging mode,
+ * a barger took the lock between our look and our claim; that counts as a
+ * wait step, else a barger that always wins that race would keep us from
+ * ever asking for the hand-off (or timing out). Found by the SPIN model,
+ * configuration barge-liveness. */
+static int head_wait(struct waiter *w, bool lost)
 {
 	lockword_t *l = w->lock;
-	uint32_t val = word_load(l, memory_order_relaxed);
+	uint32_t val;
 	int ret;
+
+	if (lost) {
+		ret = wait_step(w);
+		if (ret)
+			return ret;
+	}
+	val = word_load(l, memory_order_relaxed);
 
 	for (;;) {
 		if (!w->have_pending && !(val & RQSPIN__PENDING_MASK)) {
@@ -787,7 +798,7 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 	struct rqspin_thread *self = w.self;
 	struct mcs_node *node, *next;
 	struct rqspin_slot *prev_slot;
-	bool dead = false, checked = false;
+	bool dead = false, checked = false, lost;
 	uint32_t idx, tail, old, i;
 	int ret;
 
@@ -965,8 +976,9 @@ queue:
 	if (barge)
 		mcs_prewake(node);
 	wait_begin(&w, sat_mul(timeout, 2));
+	lost = false;
 head_again:
-	ret = head_wait(&w);
+	ret = head_wait(&w, lost);
 	if (res && ret < 0) {
 		if (w.have_pending)
 			clear_pending(lock);
@@ -988,7 +1000,7 @@ head_again:
 	val = word_load(lock, memory_order_relaxed);
 	while ((val & RQSPIN__TAIL_MASK) == tail) {
 		if (barge && !lock_free_or_dead(val))
-			goto head_again;
+			goto lost_claim;
 		if (word_cas(lock, &val, RQSPIN__LOCKED_VAL,
 			     barge ? memory_order_acquire : memory_order_relaxed)) {
 			dead = locked_dead(val);
@@ -1001,12 +1013,17 @@ head_again:
 		/* The tail is not ours and never will be again. */
 		do {
 			if (!lock_free_or_dead(val))
-				goto head_again;
+				goto lost_claim;
 			dead = locked_dead(val);
 		} while (!word_cas(lock, &val, (val & RQSPIN__TAIL_MASK) | RQSPIN__LOCKED_VAL,
 				   memory_order_acquire));
 	}
 	w.have_pending = false;
+	goto claimed;
+lost_claim:
+	lost = true;
+	goto head_again;
+claimed:
 	next = wait_next(&w, node);
 	mcs_handoff(next, MCS_GO);
 

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rqspin-bench shim: the drop-in pthread_spin_* shim against glibc's
+ * spinlock, as unmodified programs see them. Each measurement runs
+ * rqspin-shim-worker (an ordinary pthread program, bench/shim/worker.c)
+ * twice, once as it is and once with LD_PRELOAD=librqspin-pthread.so, the
+ * two alternating in order from repeat to repeat, so that both call
+ * through the PLT and share the machine's state of the moment.
+ *
+ * Scenarios: the uncontended lock/unlock pair (one thread), and the tight
+ * loop (lock, counter++, unlock; no think time) at each thread count. `all`
+ * runs it on the machine as it is and with one CPU-bound hog per CPU (the
+ * harness's --background-load). The shim's fairness is the worst share of
+ * any thread over any 400 ms window, as a fraction of its fair share.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "json.h"
+#include "output.h"
+#include "suite.h"
+#include "sysinfo.h"
+#include "verdict.h"
+
+extern char **environ;
+
+#define WINDOW_MS 400u
+#define MAX_REPEATS 15u
+
+enum impl { IMPL_GLIBC, IMPL_SHIM, NIMPL };
+
+struct shim_cfg {
+	const struct bench_opts *o;
+	unsigned *threads;
+	size_t nthreads;
+	unsigned repeats;
+	unsigned ms;
+	unsigned pair_iters;
+	const char *worker;
+	const char *shim;
+	bool set_repeats, set_ms;
+};
+
+static struct shim_cfg cfg;
+
+/* One worker run's result. */
+struct run {
+	double value;    /* loop: M lock/unlock per second; pair: ns per pair */
+	double minshare; /* loop only */
+	bool ok;
+};
+
+/* ---- worker processes ----------------------------------------------------- */
+
+/* environ without LD_PRELOAD, plus LD_PRELOAD=shim when shim != NULL. */
+static char **child_env(const char *shim)
+{
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 2, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
+			env[k++] = environ[i];
+	if (shim) {
+		size_t len = strlen(shim) + 12;
+
+		env[k] = malloc(len);
+		if (!env[k]) {
+			free(env);
+			return NULL;
+		}
+		snprintf(env[k++], len, "LD_PRELOAD=%s", shim);
+	}
+	env[k] = NULL;
+	return env;
+}
+
+static void free_env(char **env, bool shim)
+{
+	if (shim) {
+		size_t k = 0;
+
+		while (env[k + 1])
+			k++;
+		free(env[k]);
+	}
+	free(env);
+}
+
+/* Run the worker with args; its one output line into line. */
+static bool run_worker(const struct shim_cfg *c, enum impl impl, char *const args[], char *line,
+		       size_t len)
+{
+	char **env = child_env(impl == IMPL_SHIM ? c->shim : NULL);
+	posix_spawn_file_actions_t fa;
+	int fds[2], status;
+	ssize_t got = 0, r;
+	pid_t pid;
+	bool ok = false;
+
+	if (!env || pipe2(fds, O_CLOEXEC) != 0) {
+		free(env);
+		return false;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	if (posix_spawn(&pid, c->worker, &fa, NULL, args, env) == 0) {
+		close(fds[1]);
+		fds[1] = -1;
+		while ((size_t)got < len - 1 &&
+		       ((r = read(fds[0], line + got, len - 1 - (size_t)got)) > 0 ||
+			(r < 0 && errno == EINTR)))
+			got += r > 0 ? r : 0;
+		line[got] = 0;
+		ok = waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+		     WEXITSTATUS(status) == 0;
+	} else {
+		cli_error("shim: cannot run %s", c->worker);
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	close(fds[0]);
+	free_env(env, impl == IMPL_SHIM);
+	return ok;
+}
+
+static struct run run_pair(const struct shim_cfg *c, enum impl impl)
+{
+	char iters[24], line[256];
+	char *args[] = { (char *)c->worker, "pair", iters, NULL };
+	struct run r = { NAN, NAN, false };
+
+	snprintf(iters, sizeof(iters), "%u", c->pair_iters);
+	if (run_worker(c, impl, args, line, sizeof(line)) &&
+	    sscanf(line, "pair ns=%lf", &r.value) == 1)
+		r.ok = true;
+	return r;
+}
+
+static struct run run_loop(const struct shim_cfg *c, enum impl impl, unsigned threads)
+{
+	char t[16], ms[16], win[16], line[256];
+	char *args[] = { (char *)c->worker, "loop", t, ms, win, NULL };
+	unsigned long long ops;
+	double secs;
+	int ok;
+	struct run r = { NAN, NAN, false };
+
+	snprintf(t, sizeof(t), "%u", threads);
+	snprintf(ms, sizeof(ms), "%u", c->ms);
+	snprintf(win, sizeof(win), "%u", WINDOW_MS);
+	if (run_worker(c, impl, args, line, sizeof(line)) &&
+	    sscanf(line, "loop ops=%llu secs=%lf minshare=%lf ok=%d", &ops, &secs, &r.minshare,
+		   &ok) == 4 &&
+	    ok == 1 && secs > 0) {
+		r.value = (double)ops / secs / 1e6;
+		r.ok = true;
+	}
+	return r;
+}
+
+/* ---- statistics and verdicts ---------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(const struct run *r, unsigned n)
+{
+	double v[MAX_REPEATS];
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		if (r[i].ok)
+			v[k++] = r[i].value;
+	if (!k)
+		return NAN;
+	qsort(v, k, sizeof(v[0]), cmp_double);
+	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
+static double worst_share(const struct run *r, unsigned n)
+{
+	double w = INFINITY;
+
+	for (unsigned i = 0; i < n; i++)
+		w = r[i].ok && r[i].minshare < w ? r[i].minshare : w;
+	return isinf(w) ? NAN : w;
+}
+
+static void add(struct verdict_list *v, double value, double limit, bool ge, const char *measured,
+		const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static void add(struct verdict_list *v, double value, double limit, bool ge, const char *measured,
+		const char *fmt, ...)
+{
+	struct verdict *d = vl_add(v, "shim", value, limit, ge);
+	va_list ap;
+
+	if (!d)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(d->target, sizeof(d->target), fmt, ap);
+	va_end(ap);
+	snprintf(d->measured, sizeof(d->measured), "%s", measured);
+}
+
+struct loop_row {
+	unsigned threads;
+	double glibc, shim, glibc_share, shim_share;
+};
+
+static int run(const struct bench_opts *o, struct verdict_list *v)
+{
+	const struct shim_cfg *c = &cfg;
+	struct run pair[NIMPL][MAX_REPEATS];
+	struct loop_row rows[64];
+	struct sysinfo_rec sys;
+	struct load_snap l0, l1;
+	struct load_share load;
+	unsigned hogs = o->background_load;
+	double g, s, pg, ps;
+	char m[112];
+	bool broken = false;
+	size_t nrows = 0;
+
+	sysinfo_collect(&sys);
+	load_snapshot(&l0);
+	cli_progress(o->quiet, "[shim] uncontended pair, %u x 2 runs\n", c->repeats);
+	for (unsigned r = 0; r < c->repeats; r++)
+		for (unsigned k = 0; k < NIMPL; k++) {
+			enum impl i = (enum impl)((k + r) % NIMPL);
+
+			pair[i][r] = run_pair(c, i);
+			broken |= !pair[i][r].ok;
+		}
+	pg = median(pair[IMPL_GLIBC], c->repeats);
+	ps = median(pair[IMPL_SHIM], c->repeats);
+	printf("pthread_spin_* through the PLT, %u background hog%s\n\n", hogs,
+	       hogs == 1 ? "" : "s");
+	printf("uncontended lock/unlock pair: glibc %.2f ns, shim %.2f ns, ratio %.3f\n\n", pg, ps,
+	       ps / pg);
+	snprintf(m, sizeof(m), "%.2f vs %.2f ns", ps, pg);
+	add(v, ps / pg, 1.05, false, m, "%u hogs: uncontended pair, shim <= 1.05x glibc", hogs);
+
+	printf("tight loop (no think time), %u ms per run:\n%8s %12s %12s %8s %12s %12s\n", c->ms,
+	       "threads", "glibc M/s", "shim M/s", "ratio", "glibc share", "shim share");
+	for (size_t t = 0; t < c->nthreads && nrows < 64; t++) {
+		struct run loop[NIMPL][MAX_REPEATS];
+		struct loop_row *row = &rows[nrows++];
+		unsigned th = c->threads[t];
+		double lim = th <= 2 ? 0.9 : 1.0;
+
+		cli_progress(o->quiet, "[shim] tight loop, %u threads\n", th);
+		for (unsigned r = 0; r < c->repeats; r++)
+			for (unsigned k = 0; k < NIMPL; k++) {
+				enum impl i = (enum impl)((k + r) % NIMPL);
+
+				loop[i][r] = run_loop(c, i, th);
+				broken |= !loop[i][r].ok;
+			}
+		g = median(loop[IMPL_GLIBC], c->repeats);
+		s = median(loop[IMPL_SHIM], c->repeats);
+		*row = (struct loop_row){ th, g, s, worst_share(loop[IMPL_GLIBC], c->repeats),
+					  worst_share(loop[IMPL_SHIM], c->repeats) };
+		printf("%8u %12.1f %12.1f %8.2f %11.0f%% %11.0f%%\n", th, g, s, s / g,
+		       row->glibc_share * 100, row->shim_share * 100);
+		snprintf(m, sizeof(m), "%.1f vs %.1f M/s", s, g);
+		add(v, s / g, lim, true, m, "%u hogs, %u threads: shim >= %.1fx glibc", hogs, th,
+		    lim);
+		if (c->ms >= WINDOW_MS) {
+			snprintf(m, sizeof(m), "worst thread %.0f%% (glibc %.0f%%)",
+				 row->shim_share * 100, row->glibc_share * 100);
+			add(v, row->shim_share, 0.10, true, m,
+			    "%u hogs, %u threads: every thread >= 10%% of fair share", hogs, th);
+		}
+	}
+	load_snapshot(&l1);
+	load = load_between(&l0, &l1);
+	if (o->json_path) {
+		FILE *f = output_open("--json", o->json_path);
+		struct json j;
+
+		if (!f)
+			return CLI_EXIT_FAIL;
+		bench_json_begin(&j, f, "shim", o, &sys, &load);
+		json_begin_object(&j, "config");
+		json_uint(&j, "repeats", c->repeats);
+		json_uint(&j, "loop_ms", c->ms);
+		json_uint(&j, "window_ms", WINDOW_MS);
+		json_uint(&j, "pair_iterations", c->pair_iters);
+		json_end_object(&j);
+		json_double(&j, "pair_glibc_ns", pg);
+		json_double(&j, "pair_shim_ns", ps);
+		json_begin_array(&j, "loop");
+		for (size_t i = 0; i < nrows; i++) {
+			json_begin_object(&j, NULL);
+			json_uint(&j, "threads", rows[i].threads);
+			json_double(&j, "glibc_mops", rows[i].glibc);
+			json_double(&j, "shim_mops", rows[i].shim);
+			json_double(&j, "glibc_min_share", rows[i].glibc_share);
+			json_double(&j, "shim_min_share", rows[i].shim_share);
+			json_end_object(&j);
+		}
+		json_end_array(&j);
+		bench_json_end(&j, v, !broken);
+		if (output_close(f, "--json", o->json_path))
+			return CLI_EXIT_FAIL;
+	}
+	if (broken) {
+		cli_error("shim: a worker run failed (a broken count or a crash)");
+		return CLI_EXIT_FAIL;
+	}
+	return CLI_EXIT_OK;
+}
+
+static void help(FILE *f)
+{
+	fprintf(f,
+		"pthread_spin_* through librqspin-pthread.so (LD_PRELOAD) against glibc's, as an\n"
+		"unmodified program calls them (through the PLT), in one run, interleaved:\n"
+		"  pair    one thread, lock/unlock pairs          target: shim <= 1.05x glibc's time\n"
+		"  loop    N threads, lock, counter++, unlock, no think time\n"
+		"          target: shim >= 0.9x glibc at 2 threads, >= 1.0x at more; every thread\n"
+		"          >= 10%% of its fair share in every 400 ms window\n"
+		"`all` runs it idle and with one CPU hog per CPU (--background-load).\n\n"
+		"  --threads LIST  tight-loop thread counts (default 2,4,8,16,32)\n"
+		"  --repeats N     runs of each implementation per figure (default 3)\n"
+		"  --ms N          length of one tight-loop run (default 1200; fairness is\n"
+		"                  judged over whole 400 ms windows)\n"
+		"  --worker PATH   the pthread program (default: the build's rqspin-shim-worker)\n"
+		"  --shim PATH     the preloaded library (default: the build's librqspin-pthread.so)\n"
+		"--quick: 2 and 4 threads, one repeat, 400 ms runs.\n");
+}
+
+static size_t options(struct cli_opt *opts, size_t max)
+{
+	static bool set_threads;
+	const struct cli_opt o[] = {
+		{ .name = "threads", .kind = CLI_UINT_LIST, .dest = &cfg.threads, .min = 1,
+		  .max = 256, .count = &cfg.nthreads, .seen = &set_threads },
+		{ .name = "repeats", .kind = CLI_UINT, .dest = &cfg.repeats, .min = 1,
+		  .max = MAX_REPEATS, .seen = &cfg.set_repeats },
+		{ .name = "ms", .kind = CLI_UINT, .dest = &cfg.ms, .min = 50, .max = 600000,
+		  .seen = &cfg.set_ms },
+		{ .name = "worker", .kind = CLI_STRING, .dest = &cfg.worker },
+		{ .name = "shim", .kind = CLI_STRING, .dest = &cfg.shim },
+	};
+	size_t n = sizeof(o) / sizeof(o[0]);
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.repeats = 3;
+	cfg.ms = 1200;
+	cfg.pair_iters = 2000000;
+	cfg.worker = RQSPIN_SHIM_WORKER;
+	cfg.shim = RQSPIN_SHIM_LIB;
+	for (size_t i = 0; i < n && i < max; i++)
+		opts[i] = o[i];
+	return n < max ? n : max;
+}
+
+static bool usable(const char *what, const char *path, int mode)
+{
+	if (access(path, mode) == 0)
+		return true;
+	cli_error("shim: %s %s: %s", what, path, strerror(errno));
+	return false;
+}
+
+static bool prepare(const struct bench_opts *o)
+{
+	static unsigned default_threads[] = { 2, 4, 8, 16, 32 };
+	static unsigned quick_threads[] = { 2, 4 };
+
+	cfg.o = o;
+	if (!cfg.nthreads) {
+		free(cfg.threads);
+		cfg.threads = malloc(sizeof(default_threads));
+		if (!cfg.threads)
+			return false;
+		cfg.nthreads = o->quick ? 2 : 5;
+		memcpy(cfg.threads, o->quick ? quick_threads : default_threads,
+		       cfg.nthreads * sizeof(unsigned));
+	}
+	if (o->quick) {
+		if (!cfg.set_repeats)
+			cfg.repeats = 1;
+		if (!cfg.set_ms)
+			cfg.ms = WINDOW_MS;
+		cfg.pair_iters = 1000000;
+	}
+	return usable("worker", cfg.worker, X_OK) && usable("shim library", cfg.shim, R_OK);
+}
+
+static double estimate_s(const struct bench_opts *o)
+{
+	(void)o;
+	/* A pair run: 5 blocks of pair_iters at ~10 ns, plus process start. */
+	return cfg.repeats * NIMPL *
+	       (cfg.pair_iters * 5 * 10e-9 + 0.01 + cfg.nthreads * (cfg.ms / 1000.0 + 0.02));
+}
+
+static void cleanup(void)
+{
+	free(cfg.threads);
+	cfg.threads = NULL;
+	cfg.nthreads = 0;
+}
+
+const struct bench_suite bench_suite_shim = {
+	.name = "shim",
+	.summary = "pthread_spin_* through librqspin-pthread.so vs glibc, as programs call them",
+	.help = help,
+	.options = options,
+	.prepare = prepare,
+	.estimate_s = estimate_s,
+	.run = run,
+	.cleanup = cleanup,
+	.all_runs = {
+		{ .tag = "shim", .args = { "--threads", "2,4,16,32", "--repeats", "3", NULL },
+		  .quick_args = { NULL } },
+		{ .tag = "shim-loaded", .args = { "--threads", "2,4,16,32", "--repeats", "3", NULL },
+		  .quick_args = { NULL }, .hog_per_cpu = true },
+	},
+};
