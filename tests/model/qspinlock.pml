@@ -120,19 +120,23 @@
 #define HA_RESET
 #endif
 
-/* HOG (liveness of barging): the last thread locks and unlocks for as
- * long as any other thread still has rounds to do; its acquisitions are
- * not counted (the count would grow without bound). */
+/*
+ * HOG (liveness of barging; no handlers, no fork): the last thread locks
+ * and unlocks for as long as any other thread still has rounds to do. Its
+ * round counter stays at 0 or 1 (one more round while the others are not
+ * done) and its acquisitions are not counted: unbounded counts would make
+ * the state space infinite.
+ */
 #ifdef HOG
 #define IS_HOG(t)        ((t) == NT - 1)
-#define MORE_ROUNDS(t)   (IS_HOG(t) -> finished < NT - 1 : r < ROUNDS_OF(t))
-#define NEXT_ROUND(t)    r = (IS_HOG(t) -> 0 : r + 1)
-#define COUNT_ACQ(t)     acquired_n = acquired_n + (IS_HOG(t) -> 0 : 1)
+#undef ROUNDS_OF
+#define ROUNDS_OF(t)     (IS_HOG(t) -> (finished < NT - 1 -> r + 1 : 0) : \
+			  ((t) < ROUNDS_N -> ROUNDS : 1))
+#define HOG_UNCOUNT(t)   acquired_n = acquired_n - (IS_HOG(t) -> 1 : 0); \
+			 r = (IS_HOG(t) -> 0 : r)
 #define CALLS_N          (NT - 1 + (ROUNDS - 1) * (ROUNDS_N < NT - 1 -> ROUNDS_N : NT - 1))
 #else
-#define MORE_ROUNDS(t)   (r < ROUNDS_OF(t))
-#define NEXT_ROUND(t)    r++
-#define COUNT_ACQ(t)     acquired_n++
+#define HOG_UNCOUNT(t)   skip
 #define CALLS_N          (NT + (ROUNDS - 1) * ROUNDS_N)
 #endif
 
@@ -163,6 +167,13 @@
 #define ETIMEDOUT  1
 #define EDEADLK    2
 #define EOWNERDEAD 3
+
+#ifdef BARGE
+/* waiter.handoff_asked of each thread and handler (by _pid): we set h in
+ * this pending hold. */
+bool handoff_asked[NTH + NH];
+#define ha               handoff_asked[_pid]
+#endif
 
 int  word[2];           /* lock words: A = 0, B = 1 */
 byte nxt[NN];           /* mcs_node.next: 0 = NULL, else node+1 */
@@ -756,8 +767,8 @@ claim:
 #else
 	atomic { word[L] = LOCKED_VAL; hp = false };
 #endif
-	/* wait_next(): wait for the successor's link. */
 wait_next:
+	/* wait_next(): wait for the successor's link. */
 	atomic { nxt[me] != 0 -> nx = nxt[me] - 1 };
 #ifndef MUTANT_NO_HANDOFF
 	HANDOFF(L, nx, MCS_GO);
@@ -877,7 +888,8 @@ acquired:
 	atomic {
 		cs[L]++;
 		assert(cs[L] == 1);
-		COUNT_ACQ(T);
+		acquired_n++;
+		HOG_UNCOUNT(T);
 		if
 		:: ret == EOWNERDEAD -> taken_dead++
 		:: else
@@ -943,9 +955,6 @@ done:
 active [NTH] proctype thread() PROVIDED
 {
 	LOCALS;
-#ifdef BARGE
-	bool ha;            /* handoff_asked: we set h in this pending hold */
-#endif
 
 #ifdef FORK
 	if
@@ -966,9 +975,9 @@ active [NTH] proctype thread() PROVIDED
 			cs[0] = 0; nheads[0] = 0
 		}
 #endif
-	:: MORE_ROUNDS(_pid) ->
+	:: r < ROUNDS_OF(_pid) ->
 		lock_call(0, _pid, false);
-		NEXT_ROUND(_pid)
+		r++
 	:: else -> break
 	od;
 	FK(fin[_pid] = true);
@@ -986,9 +995,6 @@ active [NTH] proctype thread() PROVIDED
 active [NH] proctype handler()
 {
 	LOCALS;
-#ifdef BARGE
-	bool ha;            /* handoff_asked: we set h in this pending hold */
-#endif
 	byte t = _pid - NT;
 	byte hl;
 
