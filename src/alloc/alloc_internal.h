@@ -264,6 +264,21 @@ _Static_assert(sizeof(struct hclass) == 64, "one cache line per class");
 
 #define HEAP_CACHE 4 /* empty pages a heap keeps before the shared pool */
 
+/*
+ * Heap lifecycle (heap.c):
+ *
+ *   FRESH --(first claimer: bump)--> OWNED
+ *   ABANDONED --(a thread without a heap: CAS)--> OWNED   (adopted)
+ *   OWNED --(owner exits, nothing in progress: release store)--> ABANDONED
+ *   OWNED --(owner exits in the middle of an operation, e.g. from a
+ *            handler that interrupted the allocator)--> LOST
+ *   OWNED --(owner found gone without its exit hook: tid CAS)--> OWNED by
+ *            the finder, or LOST when an operation was in progress
+ *   OWNED --(fork child, heaps of threads that did not survive)-->
+ *            ABANDONED, or LOST when an operation was in progress
+ * LOST heaps are never adopted (their lists may be half-updated): their
+ * memory stays mapped, unused. Nothing here is ever unmapped.
+ */
 enum heap_state { HEAP_FRESH = 0, HEAP_OWNED, HEAP_ABANDONED, HEAP_LOST };
 
 struct heap {

@@ -31,7 +31,20 @@ _Static_assert(RQSPIN_SLOT_LIMIT + 1 <= (1u << RQSPIN__TAIL_SLOT_BITS), "slot+1 
 #define NO_SLOT UINT32_MAX
 #define CACHELINE 64
 
-/* Values of mcs_node.locked (a futex word). */
+/*
+ * Values of mcs_node.locked (a futex word), and who moves it (slowpath.c):
+ *
+ *   WAIT --(waiter, after its spin budget: CAS)--> PARKED   futex-sleeps
+ *   WAIT | PARKED --(predecessor: release exchange)--> GO | ABORT
+ *        (the exchange returns PARKED: the predecessor wakes it)
+ *   PARKED --(head, barging mode only: CAS, then wake)--> WAIT
+ *        (mcs_prewake: its turn is near; it polls with short sleeps)
+ *   GO: now the queue head.  ABORT: the head timed out; leave with
+ *   -ETIMEDOUT and pass ABORT on.
+ * The waiter sets WAIT itself before it publishes the node (tail exchange);
+ * nothing else is written to the word while it is queued. A resilient
+ * waiter whose predecessor vanished in fork() stops waiting without a GO.
+ */
 #define MCS_WAIT 0u
 #define MCS_GO 1u       /* predecessor handed over the queue head */
 #define MCS_ABORT 2u    /* RES_TIMEOUT_VAL: head timed out, leave with -ETIMEDOUT */
@@ -84,8 +97,19 @@ struct rqspin_thread {
 
 enum wait_role { ROLE_NONE = 0, ROLE_PENDING, ROLE_QUEUED, ROLE_HEAD, ROLE_NONODE };
 
-/* GHOST: the slot of a thread that did not survive a fork(). Its nodes
- * may still be linked into lock queues, so it is never reused. */
+/*
+ * Slot lifecycle (registry.c):
+ *
+ *   FRESH --(first claimer: bump of the high-water mark)--> USED
+ *   FREE  --(a thread's first lock call: CAS)--> USED
+ *   USED  --(thread exit, pthread key destructor: release store)--> FREE
+ *   USED  --(fork child, for every thread but the forking one)--> GHOST
+ * FRESH is a mapped slot nobody has claimed yet; scanners never take it.
+ * GHOST: the slot of a thread that did not survive a fork(). Its nodes
+ * may still be linked into lock queues and its table may still name locks
+ * (the child repairs what it left, slowpath.c ghost_repair), so it is
+ * never reused. A slot's memory is never unmapped in any state.
+ */
 enum slot_state { SLOT_FRESH = 0, SLOT_FREE = 1, SLOT_USED = 2, SLOT_GHOST = 3 };
 
 struct rqspin_slot {

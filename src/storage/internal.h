@@ -66,7 +66,22 @@ struct st_local;
 
 /* ---- elements ------------------------------------------------------------ */
 
-/* elem->state bits. */
+/*
+ * elem->state bits, and an element's life:
+ *
+ *   new (0) --(linked into its bucket and its owner's index, then
+ *              published in the index slot with a release store)--> live
+ *   live --(map side: map delete or map_destroy, under the bucket lock:
+ *           OR MAP_UNLINKED)--> half-unlinked
+ *   live --(storage side: delete or owner destroy, under the local lock:
+ *           OR STORAGE_UNLINKED)--> half-unlinked
+ *   half-unlinked --(the other side's OR finds the first bit set)-->
+ *           both unlinked: that side frees it after an RCU grace period
+ *           (readers that found it in the index may still be reading it)
+ * An element that lost a creation race is freed at once: it was never
+ * published. FROM_MALLOC and EMBEDDED are set before publication and never
+ * change.
+ */
 #define ST_MAP_UNLINKED 0x1u     /* gone from the bucket list (set under bucket lock) */
 #define ST_STORAGE_UNLINKED 0x2u /* gone from the owner index (set under local lock) */
 #define ST_BOTH_UNLINKED (ST_MAP_UNLINKED | ST_STORAGE_UNLINKED)
