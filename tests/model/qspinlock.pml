@@ -642,6 +642,15 @@ park:
 #endif
 #endif
 		fi;
+#if defined(BARGE) && !defined(MUTANT_BARGE_WAIT_AS_GO)
+		/* mcs_wait(), barging: MCS_WAIT after a wake-up is the head's
+		 * early wake (mcs_prewake), not a hand-off: poll (short
+		 * naps) until the value changes. */
+		if
+		:: v == MCS_WAIT -> atomic { mlocked[me] != MCS_WAIT -> v = mlocked[me] }
+		:: else
+		fi;
+#endif
 		/* The value received: GO (become the head) or ABORT (leave,
 		 * -ETIMEDOUT). FIFO drain: ABORT exactly when the predecessor
 		 * left by timeout. One head per lock. */
@@ -662,6 +671,30 @@ park:
 
 	/* We are the queue head: head_wait(). */
 	FK(role[T] = 3);   /* set_role(ROLE_HEAD) */
+#ifdef BARGE
+	/* mcs_prewake(): load our next (acquire) and, when it is linked
+	 * and asleep, CAS its node MCS_PARKED -> MCS_WAIT (merged: only we
+	 * write GO/ABORT there, and only later), then futex_wake it. Once
+	 * per queue head: head_again comes back below. */
+	atomic {
+		if
+		:: nxt[me] != 0 && mlocked[nxt[me] - 1] == MCS_PARKED ->
+			nx = nxt[me] - 1;
+			assert(inq[nx]);
+			mlocked[nx] = MCS_WAIT; was = MCS_PARKED
+		:: else
+		fi
+	};
+	if
+	:: was == MCS_PARKED ->
+#ifndef MUTANT_BARGE_PREWAKE_NO_WAKE
+		atomic { fq[nx] = false; nx = 0; was = 0 }
+#else
+		atomic { nx = 0; was = 0 }
+#endif
+	:: else
+	fi;
+#endif
 head_wait:
 	do
 	/* No pending bit seen: CAS it in (a failed CAS reloads and retries:
