@@ -38,6 +38,9 @@ pan_run() {
 		spin -a "$@" qspinlock.pml >spin.out 2>&1 || exit 1
 		if [ "$mode" = np ]; then
 			ccflags="-DNP"; panflags="-l"
+		elif [ "$mode" = npfair ]; then
+			# weak fairness: a process that stays enabled moves
+			ccflags="-DNP"; panflags="-l -f"
 		else
 			ccflags="-DSAFETY"; panflags=""
 		fi

@@ -42,6 +42,12 @@
  *   -DFAILERS=<n>                      (rqspin) only threads 0..n-1 may
  *                                      fail (default all)
  *   -DSPUR=<n>                         spurious wake-ups per lock call
+ *   -DBARGE                            barging mode (the pthread_spin shim)
+ *   -DHOG                              (BARGE) thread NT-1 barges forever,
+ *                                      as long as the others are not done
+ *   -DLOST_CLAIM_ASKS                  (BARGE) a change proposed for
+ *                                      slowpath.c: a head whose claim a
+ *                                      barger beat asks for the hand-off
  *   -DMUTANT_<name>                    a known-bad variant (mutants.txt)
  *
  * Labels and comments name the C functions; see README.md for the table
@@ -87,6 +93,76 @@
 #define STEALABLE(w)     FREE_OR_DEAD(w)
 #endif
 
+#ifdef BARGE
+/*
+ * Barging (slowpath.c, "Barging"; pthread_shim.c): the hand-off bit h is
+ * bit 9, inside the pending byte. Only the pending bit's holder sets it,
+ * and every claim that clears the pending bit clears it too. A barger
+ * takes a free lock whatever the pending bit and the tail say, unless h
+ * is set: steal_once(.., barge) takes free or owner-dead, the fast path's
+ * second CAS (shim_lock, shim_trylock) only free.
+ */
+#define HANDOFF_VAL      512          /* RQSPIN__HANDOFF_VAL, 1 << 9 */
+#undef STEALABLE
+#ifndef MUTANT_BARGE_IGNORES_HANDOFF
+#define STEALABLE(w)     (((w) & HANDOFF_VAL) == 0 && FREE_OR_DEAD(w))
+#define BARGE_FAST(w)    (((w) & (LOCKED_MASK | HANDOFF_VAL)) == 0)
+#else
+#define STEALABLE(w)     FREE_OR_DEAD(w)
+#define BARGE_FAST(w)    (((w) & LOCKED_MASK) == 0)
+#endif
+/*
+ * wait_step()'s hand-off request: the holder of the pending bit sets h
+ * once HANDOFF_NS have passed. Time is not modelled: the request may come
+ * at any wait_step(), i.e. after any load that saw the lock held; the
+ * liveness search's weak fairness makes a waiter that keeps seeing the
+ * lock held make it.
+ */
+#define ASK_HANDOFF(L)   word[L] = word[L] | HANDOFF_VAL; ha = true
+/*
+ * LOST_CLAIM_ASKS, a change proposed for slowpath.c: a claim that finds
+ * the lock taken by a barger counts as a wait_step(), so the head asks for
+ * the hand-off (once HANDOFF_NS have passed: here at once) before it waits
+ * again. Today it goes back to head_wait(), which calls wait_step() only
+ * when its load sees the lock held: a barger that holds the lock at each
+ * claim and has released it at each head_wait() load starves the head for
+ * ever (README.md, "Barging").
+ */
+#if defined(LOST_CLAIM_ASKS) && !defined(MUTANT_BARGE_NO_HANDOFF_ASK) && \
+    !defined(MUTANT_BARGE_LOST_CLAIM_NO_ASK)
+#define LOST_CLAIM_ASK(L) if :: !ha -> ASK_HANDOFF(L) :: else fi
+#else
+#define LOST_CLAIM_ASK(L) skip
+#endif
+/* nonode_lock(): a nested rqspin call's one steal_once(.., barge). */
+#define NESTED_STEALABLE(w) STEALABLE(w)
+/* handoff_asked is per pending hold: back to false when the call ends. */
+#define HA_RESET         ; ha = false
+#else
+#define NESTED_STEALABLE(w) NO_PENDING_FREE(w)
+#define HA_RESET
+#endif
+
+/*
+ * HOG (liveness of barging; no handlers, no fork): the last thread locks
+ * and unlocks for as long as any other thread still has rounds to do. Its
+ * round counter stays at 0 or 1 (one more round while the others are not
+ * done) and its acquisitions are not counted: unbounded counts would make
+ * the state space infinite.
+ */
+#ifdef HOG
+#define IS_HOG(t)        ((t) == NT - 1)
+#undef ROUNDS_OF
+#define ROUNDS_OF(t)     (IS_HOG(t) -> (finished < NT - 1 -> r + 1 : 0) : \
+			  ((t) < ROUNDS_N -> ROUNDS : 1))
+#define HOG_UNCOUNT(t)   acquired_n = acquired_n - (IS_HOG(t) -> 1 : 0); \
+			 r = (IS_HOG(t) -> 0 : r)
+#define CALLS_N          (NT - 1 + (ROUNDS - 1) * (ROUNDS_N < NT - 1 -> ROUNDS_N : NT - 1))
+#else
+#define HOG_UNCOUNT(t)   skip
+#define CALLS_N          (NT + (ROUNDS - 1) * ROUNDS_N)
+#endif
+
 /* fork() (rqspin, NT=3, no handlers): thread 0 forks between its lock
  * calls; in the child, threads 1 and 2 vanish wherever they are (ghosts,
  * their slots SLOT_GHOST) and a thread created in the child (pid NT)
@@ -115,6 +191,13 @@
 #define ETIMEDOUT  1
 #define EDEADLK    2
 #define EOWNERDEAD 3
+
+#ifdef BARGE
+/* waiter.handoff_asked of each thread and handler (by _pid): we set h in
+ * this pending hold. */
+bool handoff_asked[NTH + NH];
+#define ha               handoff_asked[_pid]
+#endif
 
 int  word[2];           /* lock words: A = 0, B = 1 */
 byte nxt[NN];           /* mcs_node.next: 0 = NULL, else node+1 */
@@ -379,6 +462,15 @@ inline lock_call(L, T, ISH)
 		FK(entry[T] = true);
 		if
 		:: word[L] == 0 -> word[L] = LOCKED_VAL; goto acquired
+#ifdef BARGE
+		/* shim_lock(): the second CAS val -> val | LOCKED_VAL when val
+		 * has no locked byte and no h. Merged with the first: the
+		 * barging slow path reloads the word before it uses val, so
+		 * a second CAS that fails on a changed word leads to the
+		 * same states as the first one failing later. shim_trylock()
+		 * does the same two CASes (and nothing on failure). */
+		:: word[L] != 0 && BARGE_FAST(word[L]) -> word[L] = word[L] | LOCKED_VAL; goto acquired
+#endif
 		:: else -> val = word[L]
 		fi
 	}
@@ -406,6 +498,26 @@ inline lock_call(L, T, ISH)
 	fi;
 #endif
 
+#ifdef BARGE
+	/* slowpath(), barging: the entry watch, steal_once(.., barge) up to
+	 * ENTRY_SPINS times, whoever else waits; it stops early when h is
+	 * seen. A failed try changes nothing, so the loop is one optional
+	 * take, at any time before the thread moves on. Then reload val;
+	 * no PENDING_LOOPS wait. */
+barge_watch:
+	if
+	:: atomic {
+		STEALABLE(word[L]) ->
+		if
+		:: (word[L] & LOCKED_MASK) == LOCKED_DEAD -> ret = EOWNERDEAD
+		:: else
+		fi;
+		word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_VAL; goto acquired
+	   }
+	:: skip
+	fi;
+	val = word[L];
+#else
 	/* slowpath() entry spins: while val == LOCKED_VAL, reload and CAS
 	 * 0 -> LOCKED_VAL when seen free, at most ENTRY_SPINS times (leaving
 	 * the loop is possible at any iteration). Load and CAS are merged: a
@@ -434,6 +546,7 @@ PROGRESS_PENDING
 		val = word[L]
 	:: break
 	od;
+#endif
 
 	/* Anybody waiting already (pending or queued): queue. */
 	if
@@ -467,6 +580,42 @@ fetch_or:
 	:: else
 	fi;
 
+#if defined(BARGE) && !defined(MUTANT_BARGE_PENDING_STORE)
+	/* pending_take(), barging: bargers may take the lock between our
+	 * look and our claim, so the claim is a CAS (*,1,h,0) -> (*,0,0,1),
+	 * merged with the acquire load that saw the locked byte free (a
+	 * failed CAS reloads and waits again). While it sees the lock held,
+	 * wait_step() may ask for the hand-off (ASK_HANDOFF). */
+pending_take:
+	do
+	:: atomic {
+		FREE_OR_DEAD(word[L]) ->
+		if
+		:: (word[L] & LOCKED_MASK) == LOCKED_DEAD -> ret = EOWNERDEAD
+		:: else
+		fi;
+#ifndef MUTANT_BARGE_KEEPS_HANDOFF
+		word[L] = (word[L] & TAIL_MASK) | LOCKED_VAL;
+#else
+		word[L] = (word[L] & (TAIL_MASK | HANDOFF_VAL)) | LOCKED_VAL;
+#endif
+		val = 0; goto acquired
+	   }
+#ifndef MUTANT_BARGE_NO_HANDOFF_ASK
+	/* wait_step() after a load that saw the lock held: the hand-off
+	 * request (fetch_or of h), once per pending hold. */
+	:: atomic { !ha && !FREE_OR_DEAD(word[L]) -> ASK_HANDOFF(L) }
+#endif
+#ifdef RQSPIN
+	/* wait_step() fails after a load that saw the lock held;
+	 * clear_pending() clears h with the pending bit. */
+	:: !FREE_OR_DEAD(word[L]) ->
+		word[L] = word[L] & ~PENDING_MASK;
+		ret = ETIMEDOUT;
+		goto failed
+#endif
+	od;
+#else
 	/* pending_take(): wait for the locked byte to clear (or turn
 	 * owner-dead); val from the fetch_or is checked first. */
 pending_take:
@@ -500,6 +649,7 @@ pending_take:
 		word[L] = (word[L] & TAIL_MASK) | LOCKED_VAL; val = 0
 	};
 	goto acquired;
+#endif
 
 queue:
 	/* slowpath() "queue": AA before queueing (covered by the entry
@@ -667,6 +817,15 @@ park:
 #endif
 #endif
 		fi;
+#if defined(BARGE) && !defined(MUTANT_BARGE_WAIT_AS_GO)
+		/* mcs_wait(), barging: MCS_WAIT after a wake-up is the head's
+		 * early wake (mcs_prewake), not a hand-off: poll (short
+		 * naps) until the value changes. */
+		if
+		:: v == MCS_WAIT -> atomic { mlocked[me] != MCS_WAIT -> v = mlocked[me] }
+		:: else
+		fi;
+#endif
 		/* The value received: GO (become the head) or ABORT (leave,
 		 * -ETIMEDOUT). FIFO drain: ABORT exactly when the predecessor
 		 * left by timeout. One head per lock. */
@@ -689,6 +848,30 @@ park:
 	/* We are the queue head: head_wait(). */
 head_begin:
 	FK(role[T] = 3);   /* set_role(ROLE_HEAD) */
+#ifdef BARGE
+	/* mcs_prewake(): load our next (acquire) and, when it is linked
+	 * and asleep, CAS its node MCS_PARKED -> MCS_WAIT (merged: only we
+	 * write GO/ABORT there, and only later), then futex_wake it. Once
+	 * per queue head: head_again comes back below. */
+	atomic {
+		if
+		:: nxt[me] != 0 && mlocked[nxt[me] - 1] == MCS_PARKED ->
+			nx = nxt[me] - 1;
+			assert(inq[nx]);
+			mlocked[nx] = MCS_WAIT; was = MCS_PARKED
+		:: else
+		fi
+	};
+	if
+	:: was == MCS_PARKED ->
+#ifndef MUTANT_BARGE_PREWAKE_NO_WAKE
+		atomic { fq[nx] = false; nx = 0; was = 0 }
+#else
+		atomic { nx = 0; was = 0 }
+#endif
+	:: else
+	fi;
+#endif
 head_wait:
 	do
 	/* No pending bit seen: CAS it in (a failed CAS reloads and retries:
@@ -711,6 +894,11 @@ head_wait:
 #else
 	:: atomic { hp && (word[L] & LOCKED_MASK) == 0 -> val = word[L] }; break
 #endif
+#if defined(BARGE) && !defined(MUTANT_BARGE_NO_HANDOFF_ASK)
+	/* wait_step(), barging: the pending holder asks for the hand-off
+	 * (after a load that saw the lock held). */
+	:: atomic { hp && !ha && !FREE_OR_DEAD(word[L]) -> ASK_HANDOFF(L) }
+#endif
 #ifdef RQSPIN
 	/* wait_step() fails (timeout, or a deadlock a search found) after a
 	 * load that saw someone else's pending bit, or the lock held. */
@@ -732,6 +920,43 @@ head_wait:
 	:: else
 	fi;
 
+#if defined(BARGE) && !defined(MUTANT_BARGE_HEAD_STORE)
+	/* Claim, barging (slowpath() after head_again): both claims are
+	 * CASes that need the locked byte still free (merged with their
+	 * load). A barger took the lock first: wait again, still holding
+	 * the pending bit (and h, if asked). Last in the queue:
+	 * (me,1,h,0) -> (0,0,0,1); otherwise (*,1,h,0) -> (*,0,0,1), then
+	 * hand the queue on. */
+barge_claim:
+	atomic {
+		if
+		:: !FREE_OR_DEAD(word[L]) -> LOST_CLAIM_ASK(L); goto head_wait
+		:: else ->
+			if
+			:: (word[L] & LOCKED_MASK) == LOCKED_DEAD -> ret = EOWNERDEAD
+			:: else -> ret = OK
+			fi;
+			if
+			:: (word[L] & TAIL_MASK) == tl ->
+#ifndef MUTANT_BARGE_KEEPS_HANDOFF
+				word[L] = LOCKED_VAL;
+#else
+				word[L] = (word[L] & HANDOFF_VAL) | LOCKED_VAL;
+#endif
+				inq[me] = false; hp = false;
+				nheads[L]--; ishead = false;
+				goto release_node_queued
+			:: else ->
+#ifndef MUTANT_BARGE_KEEPS_HANDOFF
+				word[L] = (word[L] & TAIL_MASK) | LOCKED_VAL;
+#else
+				word[L] = (word[L] & (TAIL_MASK | HANDOFF_VAL)) | LOCKED_VAL;
+#endif
+				hp = false; goto wait_next
+			fi
+		fi
+	}
+#endif
 	/* Claim: if we are the tail, CAS (me,1,x) -> (0,0,1) (a failed CAS
 	 * reloads: merged with the load). */
 claim:
@@ -763,6 +988,7 @@ claim:
 #else
 	atomic { word[L] = LOCKED_VAL; hp = false };
 #endif
+wait_next:
 	/* wait_next(): wait for the successor's link. */
 	WAIT_NEXT(L, T);
 #ifndef MUTANT_NO_HANDOFF
@@ -828,7 +1054,7 @@ nonode:
 	:: idx > 0 ->
 		atomic {
 			if
-			:: NO_PENDING_FREE(word[L]) ->
+			:: NESTED_STEALABLE(word[L]) ->
 				if
 				:: (word[L] & LOCKED_MASK) == LOCKED_DEAD -> ret = EOWNERDEAD
 				:: else
@@ -889,11 +1115,12 @@ acquired:
 		assert(cs[L] == 1);
 		FK(incs[T] = true);
 		acquired_n++;
+		HOG_UNCOUNT(T);
 		if
 		:: ret == EOWNERDEAD -> taken_dead++
 		:: else
 		fi;
-		me = 0; idx = 0; tl = 0; val = 0; ret = OK
+		me = 0; idx = 0; tl = 0; val = 0; ret = OK HA_RESET
 	};
 #ifdef OWNERDEAD
 	/* held_abandon(): the thread exits holding A (its last round): CAS
@@ -931,7 +1158,7 @@ failed:
 		failed_n++;
 		FK(entry[T] = false; wf[T] = false);
 		INCALL(ISH, T, false);
-		me = 0; idx = 0; tl = 0; val = 0; ret = OK
+		me = 0; idx = 0; tl = 0; val = 0; ret = OK HA_RESET
 	};
 done:
 	skip
@@ -1136,7 +1363,7 @@ active proctype observer()
 	assert((word[0] == 0 && taken_dead == abandoned) ||
 	       (word[0] == LOCKED_DEAD && taken_dead + 1 == abandoned));
 	assert(nheads[0] == 0 && nheads[1] == 0);
-	assert(acquired_n + failed_n == NT + (ROUNDS - 1) * ROUNDS_N + hfired);
+	assert(acquired_n + failed_n == CALLS_N + hfired);
 #ifndef RQSPIN
 	assert(failed_n == 0);
 #endif
