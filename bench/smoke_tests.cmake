@@ -32,6 +32,7 @@ endfunction()
 bench_json_test(bench_torture_quick torture torture --quick)
 bench_json_test(bench_alloc_quick alloc alloc --quick --repeats 1)
 bench_json_test(bench_storage_quick storage storage --quick --owners 1000 --reps 1)
+bench_json_test(bench_shim_quick shim shim --quick --threads 2)
 # --background-load: the hogs run and the JSON records them.
 add_test(NAME bench_background_load
   COMMAND ${CMAKE_COMMAND} -DBENCH=${_b} -DSUITE=lock -DOUT=${_out}/loaded.json -DLOAD=2
@@ -66,6 +67,8 @@ bench_usage_test(bench_bad_alloc_repeats "--repeats: expected a number, got 'x'"
 bench_usage_test(bench_bad_storage_owners "--owners: expected a number, got '-1'"
   storage --owners -1)
 bench_usage_test(bench_bad_storage_threads "--threads: 3 is out of range" storage --threads 3)
+bench_usage_test(bench_bad_shim_repeats "--repeats: 99 is out of range" shim --repeats 99)
+bench_usage_test(bench_bad_shim_worker "worker /nonexistent" shim --worker /nonexistent)
 bench_usage_test(bench_bad_all_option "unknown option '--locks'" all --locks qspin)
 bench_usage_test(bench_bad_all_only "--only: 'nope' is not a run of all" all --only nope)
 

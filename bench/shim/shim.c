@@ -296,6 +296,8 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 	}
 	load_snapshot(&l1);
 	load = load_between(&l0, &l1);
+	printf("\n");
+	vl_print(stdout, "Verdicts (pthread shim targets):", v, &load);
 	if (o->json_path) {
 		FILE *f = output_open("--json", o->json_path);
 		struct json j;
