@@ -1086,22 +1086,27 @@ void rqspin__qspin_lock_slowpath(qspinlock_t *lock, uint32_t val)
 	(void)slowpath(&lock->w, val, false, false, 0);
 }
 
+/* rqspinlock's slow path in either mode. A process-shared word has its own
+ * protocol (pshared.h); only such a word has the mark, and nothing clears
+ * it. */
+static __attribute__((always_inline)) inline int rqspin_slowpath(rqspinlock_t *lock,
+								 uint32_t val,
+								 uint64_t timeout_ns,
+								 const bool barge)
+{
+	uint64_t t = timeout_ns ? timeout_ns : lock_default_timeout();
+
+	if (val & RQSPIN__PSHARED_MARK)
+		return pshared_lock_slowpath(lock, val, t);
+	return slowpath(&lock->w, val, true, barge, t);
+}
+
 int rqspin__lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 {
-	/* A process-shared word has its own protocol (pshared.h); only such
-	 * a word has the mark, and nothing clears it. */
-	if (val & RQSPIN__PSHARED_MARK)
-		return pshared_lock_slowpath(lock, val,
-					     timeout_ns ? timeout_ns : lock_default_timeout());
-	return slowpath(&lock->w, val, true, false,
-			timeout_ns ? timeout_ns : lock_default_timeout());
+	return rqspin_slowpath(lock, val, timeout_ns, false);
 }
 
 int rqspin__lock_slowpath_barging(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 {
-	if (val & RQSPIN__PSHARED_MARK)
-		return pshared_lock_slowpath(lock, val,
-					     timeout_ns ? timeout_ns : lock_default_timeout());
-	return slowpath(&lock->w, val, true, true,
-			timeout_ns ? timeout_ns : lock_default_timeout());
+	return rqspin_slowpath(lock, val, timeout_ns, true);
 }
