@@ -442,14 +442,25 @@ static inline int wait_step(struct waiter *w)
 {
 	uint32_t s = ++w->spins;
 
-	if (w->barge && w->have_pending && !w->handoff_asked && s % 8 == 0 &&
-	    arch_now_ns() >= w->handoff_at) {
+	/* The clock is read every 8th pause while spinning, and at every
+	 * step once the waiter naps (a nap outlasts a clock read by far):
+	 * looking only every 8th nap asked after ~600 us, not HANDOFF_NS. */
+	if (w->barge && w->have_pending && !w->handoff_asked &&
+	    (s % 8 == 0 || s > w->spin_budget) && arch_now_ns() >= w->handoff_at) {
 		/* Relaxed: the bit only tells bargers to stay out; mutual
 		 * exclusion never depends on it (every taker CASes the
 		 * locked byte), so nothing is published with it. */
 		atomic_fetch_or_explicit((_Atomic uint32_t *)&w->lock->val, RQSPIN__HANDOFF_VAL,
 					 memory_order_relaxed);
 		w->handoff_asked = true;
+		/* The lock is ours at the next release, which a running
+		 * holder reaches within a critical section: spin for it
+		 * with a fresh budget rather than nap (a nap lasts the
+		 * thread's timer slack, 50 us by default, on top of
+		 * BARGE_POLL_NS, and the lock would lie free meanwhile).
+		 * Once per hand-off, so the wait stays bounded; deadlines
+		 * are clock-based and unaffected. */
+		w->spins = s = 1;
 	}
 
 	if (s < w->spin_budget) {
