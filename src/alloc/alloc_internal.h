@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include <rqspin/alloc.h>
+#include <rqspin/static/lock_word.h> /* rqspin__valgrind, branch hints */
 
 #include "alloc/sanitize.h"
 

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <rqspin/lock_common.h>
+#include <rqspin/static/lock_word.h>
 
 #define MCS_MAX_NODES 4 /* normal code + 3 nested signal handlers */
 

@@ -2,7 +2,7 @@
 /*
  * Describing the library to Valgrind's tools (docs/valgrind.md).
  *
- * rqspin__valgrind (lock_common.h) says which tool runs the process, once,
+ * rqspin__valgrind (rqspin/static/lock_word.h) says which tool runs the process, once,
  * at load time (detect.c). Natively every hook here is one predictable
  * branch on it. Under a race detector (helgrind, DRD):
  *  - qspinlock, which any thread may release, is a happens-before edge
@@ -23,7 +23,7 @@
 
 #include <stddef.h>
 
-#include <rqspin/lock_common.h>
+#include <rqspin/static/lock_word.h>
 
 /* Values of rqspin__valgrind. */
 enum vg_tool {
