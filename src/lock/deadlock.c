@@ -146,7 +146,7 @@ const struct rqspin_thread *deadlock_live_taker(const struct rqspin_thread *self
 
 const struct rqspin_thread *deadlock_ghost_holder(const void *lock)
 {
-	return find_holder_in(NULL, lock, SLOT_GHOST);
+	return find_holder_in(NULL, lock, RQS_TABLE_RETIRED);
 }
 
 const struct rqspin_thread *deadlock_ghost_taker(const void *lock)
@@ -156,7 +156,7 @@ const struct rqspin_thread *deadlock_ghost_taker(const void *lock)
 	for (i = 0; i < n; i++) {
 		const struct rqspin_slot *s = registry_slot(i);
 
-		if (s && slot_in(s, SLOT_GHOST) && held_waiting_for(&s->t) == lock &&
+		if (s && slot_in(s, RQS_TABLE_RETIRED) && held_waiting_for(&s->t) == lock &&
 		    held_by(&s->t, lock, false))
 			return &s->t;
 	}

@@ -219,7 +219,7 @@ static void step(struct pwait *w)
 		arch_cpu_relax();
 	} else if (i < SPIN_BUDGET + YIELD_BUDGET) {
 		stat_inc(&w->self->stats.yielded);
-		wait_yield();
+		rqs_os_yield();
 	} else {
 		stat_inc(&w->self->stats.yielded);
 		pause_ns(w->pause);

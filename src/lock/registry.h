@@ -20,6 +20,9 @@
 
 #include <rqspin/static/lock_word.h>
 
+#include "common/compiler.h"
+#include "common/table.h"
+
 #define MCS_MAX_NODES 4 /* normal code + 3 nested signal handlers */
 
 /* Slot+1 must fit the 14 tail bits. Test builds may shrink the limit. */
@@ -29,7 +32,7 @@
 _Static_assert(RQSPIN_SLOT_LIMIT + 1 <= (1u << RQSPIN__TAIL_SLOT_BITS), "slot+1 must fit the tail");
 
 #define NO_SLOT UINT32_MAX
-#define CACHELINE 64
+#define CACHELINE RQS_CACHELINE
 
 /*
  * Values of mcs_node.locked (a futex word), and who moves it (slowpath.c):
@@ -103,14 +106,15 @@ enum wait_role { ROLE_NONE = 0, ROLE_PENDING, ROLE_QUEUED, ROLE_HEAD, ROLE_NONOD
  *   FRESH --(first claimer: bump of the high-water mark)--> USED
  *   FREE  --(a thread's first lock call: CAS)--> USED
  *   USED  --(thread exit, pthread key destructor: release store)--> FREE
- *   USED  --(fork child, for every thread but the forking one)--> GHOST
+ *   USED  --(fork child, for every thread but the forking one)--> RETIRED
  * FRESH is a mapped slot nobody has claimed yet; scanners never take it.
- * GHOST: the slot of a thread that did not survive a fork(). Its nodes
+ * RETIRED (RQS_TABLE_RETIRED, common/table.h): the slot of a "ghost", a
+ * thread that did not survive a fork(). Its nodes
  * may still be linked into lock queues and its table may still name locks
  * (the child repairs what it left, slowpath.c ghost_repair), so it is
  * never reused. A slot's memory is never unmapped in any state.
  */
-enum slot_state { SLOT_FRESH = 0, SLOT_FREE = 1, SLOT_USED = 2, SLOT_GHOST = 3 };
+enum slot_state { SLOT_FRESH = RQS_TABLE_FRESH, SLOT_FREE = 1, SLOT_USED = 2 };
 
 struct rqspin_slot {
 	struct rqspin_thread t;

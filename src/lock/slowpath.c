@@ -340,7 +340,7 @@ static void ghost_repair(struct waiter *w)
 	}
 	if ((val & RQSPIN__PENDING_MASK) && !w->have_pending &&
 	    !deadlock_waiter(w->self, l, SLOT_USED, ROLE_PENDING) &&
-	    deadlock_waiter(NULL, l, SLOT_GHOST, ROLE_PENDING)) {
+	    deadlock_waiter(NULL, l, RQS_TABLE_RETIRED, ROLE_PENDING)) {
 		while ((val & RQSPIN__PENDING_MASK) &&
 		       !word_cas(l, &val, val & ~RQSPIN__PENDING_MASK, memory_order_relaxed))
 			;
@@ -422,7 +422,7 @@ static void barge_nap(void)
 {
 	static _Atomic uint32_t never;
 
-	futex_wait_ns(&never, 0, BARGE_POLL_NS);
+	rqs_futex_wait_ns(&never, 0, BARGE_POLL_NS);
 }
 
 /* We now hold the pending bit: in barging mode, start the time after which
@@ -470,7 +470,7 @@ static inline int wait_step(struct waiter *w)
 	if (w->barge)
 		barge_nap();
 	else
-		wait_yield();
+		rqs_os_yield();
 	return 0;
 }
 
@@ -494,7 +494,7 @@ static inline bool steal_once(lockword_t *l, bool *dead, bool barge)
 
 static inline bool is_ghost(const struct rqspin_slot *s)
 {
-	return atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_GHOST;
+	return atomic_load_explicit(&s->state, memory_order_relaxed) == RQS_TABLE_RETIRED;
 }
 
 /* Wait in the queue until the predecessor hands over (MCS_GO) or tells us
@@ -533,9 +533,9 @@ static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct r
 				period = 1000 * NSEC_PER_MSEC;
 			if (period < NSEC_PER_MSEC)
 				period = NSEC_PER_MSEC;
-			futex_wait_ns(&node->locked, MCS_PARKED, period);
+			rqs_futex_wait_ns(&node->locked, MCS_PARKED, period);
 		} else {
-			futex_wait(&node->locked, MCS_PARKED);
+			rqs_futex_wait(&node->locked, MCS_PARKED);
 		}
 		v = atomic_load_explicit(&node->locked, memory_order_acquire);
 		if (v != MCS_PARKED && !(w->barge && v == MCS_WAIT))
@@ -559,7 +559,7 @@ static void mcs_prewake(struct mcs_node *node)
 	if (next && atomic_compare_exchange_strong_explicit(&next->locked, &parked, MCS_WAIT,
 							    memory_order_relaxed,
 							    memory_order_relaxed))
-		futex_wake(&next->locked);
+		rqs_futex_wake(&next->locked);
 }
 
 /* Tell the next waiter to become head (GO) or to leave (ABORT). The
@@ -570,7 +570,7 @@ static void mcs_handoff(struct mcs_node *next, uint32_t v)
 	if (!next)
 		return; /* the successor vanished in fork() before linking */
 	if (atomic_exchange_explicit(&next->locked, v, memory_order_release) == MCS_PARKED)
-		futex_wake(&next->locked);
+		rqs_futex_wake(&next->locked);
 }
 
 /* Our successor has swapped the tail but may not have linked itself yet;
@@ -594,7 +594,7 @@ static struct mcs_node *wait_next(struct waiter *w, struct mcs_node *node)
 			    !deadlock_waiter(w->self, w->lock, SLOT_USED, ROLE_QUEUED))
 				return NULL;
 			stat_inc(&w->self->stats.yielded);
-			wait_yield();
+			rqs_os_yield();
 		}
 	}
 	return next;
@@ -1069,7 +1069,7 @@ bool rqspin__trylock_pending(rqspinlock_t *lock, uint32_t val)
 	 * rule), so that a program that only ever trylocks is not locked
 	 * out for good. */
 	if (deadlock_waiter(self, l, SLOT_USED, ROLE_PENDING) ||
-	    !deadlock_waiter(NULL, l, SLOT_GHOST, ROLE_PENDING))
+	    !deadlock_waiter(NULL, l, RQS_TABLE_RETIRED, ROLE_PENDING))
 		return false;
 	while ((val & RQSPIN__PENDING_MASK) &&
 	       !word_cas(l, &val, val & ~RQSPIN__PENDING_MASK, memory_order_relaxed))
