@@ -42,22 +42,22 @@ static _Atomic bool ghosts;
 static pthread_key_t exit_key;
 static bool exit_key_ok;
 
-struct rqspin_slot *registry_slot(uint32_t i)
+struct rqspin_slot *rqs_registry_slot(uint32_t i)
 {
 	return rqs_table_at(&slots, i);
 }
 
-uint32_t registry_high_water(void)
+uint32_t rqs_registry_high_water(void)
 {
 	return rqs_table_count(&slots);
 }
 
-uint32_t registry_in_use(void)
+uint32_t rqs_registry_in_use(void)
 {
 	return atomic_load_explicit(&in_use, memory_order_relaxed);
 }
 
-bool registry_has_ghosts(void)
+bool rqs_registry_has_ghosts(void)
 {
 	return atomic_load_explicit(&ghosts, memory_order_relaxed);
 }
@@ -68,7 +68,7 @@ static _Atomic uint64_t candidates[CAND_WORDS];
 /* relaxed: the search that must see the bit runs after a seq_cst fence
  * that follows the marking thread's own fence (slowpath.c,
  * pre_wait_check): the store-buffering pair that those fences order. */
-bool registry_candidate_mark(uint32_t slot)
+bool rqs_registry_candidate_mark(uint32_t slot)
 {
 	uint64_t bit = 1ull << (slot % 64);
 
@@ -76,23 +76,23 @@ bool registry_candidate_mark(uint32_t slot)
 		 bit);
 }
 
-void registry_candidate_clear(uint32_t slot)
+void rqs_registry_candidate_clear(uint32_t slot)
 {
 	atomic_fetch_and_explicit(&candidates[slot / 64], ~(1ull << (slot % 64)),
 				  memory_order_relaxed);
 }
 
-struct rqspin_slot *registry_candidate_find(bool (*fn)(const struct rqspin_slot *, void *),
+struct rqspin_slot *rqs_registry_candidate_find(bool (*fn)(const struct rqspin_slot *, void *),
 					    void *arg)
 {
-	uint32_t n = (registry_high_water() + 63) / 64, w;
+	uint32_t n = (rqs_registry_high_water() + 63) / 64, w;
 
 	for (w = 0; w < n; w++) {
 		uint64_t bits = atomic_load_explicit(&candidates[w], memory_order_relaxed);
 
 		while (bits) {
 			uint32_t slot = w * 64 + (uint32_t)__builtin_ctzll(bits);
-			struct rqspin_slot *s = registry_slot(slot);
+			struct rqspin_slot *s = rqs_registry_slot(slot);
 
 			bits &= bits - 1;
 			if (s && fn(s, arg))
@@ -111,13 +111,13 @@ static void thread_record_init(struct rqspin_thread *t, uint32_t slot)
 
 static struct rqspin_slot *slot_claim(void)
 {
-	uint32_t n = registry_high_water();
+	uint32_t n = rqs_registry_high_water();
 	uint32_t i;
 
 	/* Reuse a released slot first: keeps the registry as small as the
 	 * peak number of live threads, however many come and go. */
 	for (i = 0; i < n && atomic_load_explicit(&nfree, memory_order_relaxed); i++) {
-		struct rqspin_slot *s = registry_slot(i);
+		struct rqspin_slot *s = rqs_registry_slot(i);
 		uint32_t expect = SLOT_FREE;
 
 		/* acquire: the previous owner reset the record, then released
@@ -212,8 +212,8 @@ static void thread_exit(void *arg)
 {
 	struct rqspin_thread *t = arg;
 
-	held_abandon(t);
-	stats_retire(t);
+	rqs_held_abandon(t);
+	rqs_stats_retire(t);
 	rqspin__tls_self = NULL;
 	if (t->slot == NO_SLOT) {
 		memset(t, 0, sizeof(*t));
@@ -240,11 +240,11 @@ static void thread_exit(void *arg)
 static void atfork_child(void)
 {
 	struct rqspin_thread *me = (struct rqspin_thread *)rqspin__tls_self;
-	uint32_t n = registry_high_water();
+	uint32_t n = rqs_registry_high_water();
 	uint32_t i, used = 0;
 
 	for (i = 0; i < n; i++) {
-		struct rqspin_slot *s = registry_slot(i);
+		struct rqspin_slot *s = rqs_registry_slot(i);
 
 		if (!s)
 			continue;
@@ -256,7 +256,7 @@ static void atfork_child(void)
 		}
 		if (atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_USED)
 			continue;
-		stats_retire(&s->t);
+		rqs_stats_retire(&s->t);
 		memset(&s->t.stats, 0, sizeof(s->t.stats));
 		__atomic_store_n(&s->t.hot.fast_acquired, 0, __ATOMIC_RELAXED);
 		atomic_store_explicit(&s->state, RQS_TABLE_RETIRED, memory_order_relaxed);

@@ -133,12 +133,12 @@ static inline struct rqspin_slot *slot_of(struct rqspin_thread *t)
 }
 
 /* Slot i, or NULL when its chunk is not mapped yet. Async-signal-safe. */
-struct rqspin_slot *registry_slot(uint32_t i);
+struct rqspin_slot *rqs_registry_slot(uint32_t i);
 /* Slots that may be in use are below this bound. */
-uint32_t registry_high_water(void);
-uint32_t registry_in_use(void);
+uint32_t rqs_registry_high_water(void);
+uint32_t rqs_registry_in_use(void);
 /* Slots left by threads that vanished in fork() (only in a forked child). */
-bool registry_has_ghosts(void);
+bool rqs_registry_has_ghosts(void);
 
 /* Deadlock candidates: threads waiting for a lock while they hold another
  * (every member of a cycle is one). A bitmap by slot, set and cleared in
@@ -146,11 +146,11 @@ bool registry_has_ghosts(void);
  * bytes instead of every slot, and single-lock waiters never write it.
  * mark returns false when the bit was already set (by the code a signal
  * handler interrupted: that one clears it). */
-bool registry_candidate_mark(uint32_t slot);
-void registry_candidate_clear(uint32_t slot);
+bool rqs_registry_candidate_mark(uint32_t slot);
+void rqs_registry_candidate_clear(uint32_t slot);
 /* Calls fn(slot record, arg) for each candidate until it returns true;
  * returns that record, or NULL. */
-struct rqspin_slot *registry_candidate_find(bool (*fn)(const struct rqspin_slot *, void *),
+struct rqspin_slot *rqs_registry_candidate_find(bool (*fn)(const struct rqspin_slot *, void *),
 					    void *arg);
 
 static inline uint32_t tail_encode(uint32_t slot, uint32_t idx)
@@ -160,7 +160,7 @@ static inline uint32_t tail_encode(uint32_t slot, uint32_t idx)
 
 static inline struct rqspin_slot *tail_slot(uint32_t tail)
 {
-	return registry_slot((tail >> RQSPIN__TAIL_SLOT_OFFSET) - 1);
+	return rqs_registry_slot((tail >> RQSPIN__TAIL_SLOT_OFFSET) - 1);
 }
 
 static inline struct mcs_node *tail_decode(uint32_t tail)
@@ -177,9 +177,9 @@ static inline void stat_inc(uint64_t *c)
 }
 
 /* Counters of exited threads, folded in when they leave. */
-void stats_retire(const struct rqspin_thread *t);
+void rqs_stats_retire(const struct rqspin_thread *t);
 
 /* Thread exit: locks this thread still holds become "owner dead". */
-void held_abandon(struct rqspin_thread *t);
+void rqs_held_abandon(struct rqspin_thread *t);
 
 #endif

@@ -25,12 +25,12 @@ void rqspin_set_report_hook(rqspin_report_fn fn, void *arg)
 	atomic_store_explicit(&hook, fn, memory_order_release);
 }
 
-bool report_wanted(void)
+bool rqs_report_wanted(void)
 {
 	return report_to_stderr || atomic_load_explicit(&hook, memory_order_relaxed);
 }
 
-void report_emit(const struct rqspin_report *rep)
+void rqs_report_emit(const struct rqspin_report *rep)
 {
 	rqspin_report_fn fn = atomic_load_explicit(&hook, memory_order_acquire);
 
@@ -152,7 +152,7 @@ uint64_t rqspin_get_default_timeout(void)
 	return atomic_load_explicit(&default_timeout, memory_order_relaxed);
 }
 
-uint64_t lock_default_timeout(void)
+uint64_t rqs_lock_default_timeout(void)
 {
 	return atomic_load_explicit(&default_timeout, memory_order_relaxed);
 }

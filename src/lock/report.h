@@ -8,11 +8,11 @@
 #include <rqspin/lock_diag.h>
 
 /* Deliver a report to the hook, or to stderr when RQSPIN_REPORT asks. */
-void report_emit(const struct rqspin_report *rep);
+void rqs_report_emit(const struct rqspin_report *rep);
 /* Is anybody listening? (Saves building reports nobody reads.) */
-bool report_wanted(void);
+bool rqs_report_wanted(void);
 
 /* Default timeout T in ns (see rqspin_set_default_timeout). */
-uint64_t lock_default_timeout(void);
+uint64_t rqs_lock_default_timeout(void);
 
 #endif
