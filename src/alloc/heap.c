@@ -26,8 +26,16 @@
  * malloc on its first use, which a signal handler must not do. */
 __thread struct heap *rqs_alloc_tls_heap __attribute__((tls_model("initial-exec")));
 
-static _Atomic(struct heap *) chunks[MAX_HEAP_CHUNKS];
+static _Atomic(void *) chunks[MAX_HEAP_CHUNKS];
 static _Atomic uint32_t heap_bump; /* heap slots handed out (may pass MAX_HEAPS) */
+/* The heaps: mapped a chunk at a time, never unmapped (common/table.h). */
+static const struct rqs_table heaps = {
+	.chunks = chunks,
+	.bump = &heap_bump,
+	.entry_size = sizeof(struct heap),
+	.per_chunk = HEAPS_PER_CHUNK,
+	.limit = MAX_HEAPS,
+};
 static pthread_key_t exit_key;
 /* Set once at load time: threads are told to run heap_thread_exit. */
 static bool exit_key_ok;
@@ -68,39 +76,12 @@ static bool thread_gone(int32_t tid)
 
 uint32_t rqs_heap_count(void)
 {
-	uint32_t n = atomic_load_explicit(&heap_bump, memory_order_acquire);
-
-	return n < MAX_HEAPS ? n : MAX_HEAPS;
+	return rqs_table_count(&heaps);
 }
 
 struct heap *rqs_heap_at(uint32_t i)
 {
-	/* acquire: pairs with the release CAS that published the chunk. */
-	struct heap *c = atomic_load_explicit(&chunks[i / HEAPS_PER_CHUNK], memory_order_acquire);
-
-	return c ? &c[i % HEAPS_PER_CHUNK] : NULL;
-}
-
-/* Map chunk ci if nobody has; racing mappers agree through the CAS. */
-static struct heap *chunk_get(uint32_t ci)
-{
-	struct heap *cur = atomic_load_explicit(&chunks[ci], memory_order_acquire);
-	size_t len = HEAPS_PER_CHUNK * sizeof(struct heap);
-	struct heap *mine;
-
-	if (cur)
-		return cur;
-	mine = rqs_os_map(len);
-	if (!mine)
-		return NULL;
-	/* release: readers that load the pointer see the zeroed chunk. */
-	if (atomic_compare_exchange_strong_explicit(&chunks[ci], &cur, mine, memory_order_release,
-						    memory_order_acquire)) {
-		count_shared(&rqs_alloc_gstats.meta_bytes, len);
-		return mine;
-	}
-	rqs_os_unmap(mine, len);
-	return cur;
+	return rqs_table_at(&heaps, i);
 }
 
 static void heap_init(struct heap *h, uint32_t idx)
@@ -165,7 +146,8 @@ struct heap *rqs_heap_claim(bool *adopted)
 {
 	uint32_t n = rqs_heap_count();
 	uint32_t i;
-	struct heap *h, *c;
+	struct heap *h;
+	size_t mapped;
 
 	*adopted = false;
 	/* An abandoned heap first: it comes with pages (and keeps the number
@@ -177,14 +159,12 @@ struct heap *rqs_heap_claim(bool *adopted)
 			return h;
 		}
 	}
-	i = atomic_fetch_add_explicit(&heap_bump, 1, memory_order_acq_rel);
-	if (i >= MAX_HEAPS)
-		return NULL;
-	c = chunk_get(i / HEAPS_PER_CHUNK);
-	if (!c)
-		return NULL;
 	/* A fresh slot reads HEAP_FRESH, which nobody else claims. */
-	h = &c[i % HEAPS_PER_CHUNK];
+	h = rqs_table_bump(&heaps, &i, &mapped);
+	if (mapped)
+		count_shared(&rqs_alloc_gstats.meta_bytes, mapped);
+	if (!h)
+		return NULL;
 	heap_init(h, i);
 	atomic_store_explicit(&h->owner_tid, my_tid(), memory_order_relaxed);
 	atomic_store_explicit(&h->state, HEAP_OWNED, memory_order_relaxed);
