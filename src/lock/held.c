@@ -106,6 +106,8 @@ static void remove_at(struct rqspin_thread *self, uint32_t i, uint32_t cnt)
 	uint32_t n = tracked(cnt);
 	uint32_t busy = self->table_busy;
 
+	/* The gap is a tracked entry of a non-empty table. */
+	rqs_assert(cnt > 0 && i < n);
 	self->table_busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	/* Copy down before clearing: every held lock stays in the table at
@@ -185,6 +187,8 @@ void rqspin__held_push_full(struct rqspin__thread_hot *hot, const void *lock)
 	struct rqspin_thread *self = (struct rqspin_thread *)hot;
 	uint32_t cnt;
 
+	/* Called only when the table is full (the inline push's test). */
+	rqs_assert(held_count(self) >= RQSPIN_NR_HELD);
 	rqs_held_drain(self);
 	cnt = held_count(self);
 	set_count(self, cnt + 1);

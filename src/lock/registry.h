@@ -20,6 +20,7 @@
 
 #include <rqspin/static/lock_word.h>
 
+#include "common/assert.h"
 #include "common/compiler.h"
 #include "common/table.h"
 
@@ -166,8 +167,12 @@ static inline struct rqspin_slot *tail_slot(uint32_t tail)
 static inline struct mcs_node *tail_decode(uint32_t tail)
 {
 	uint32_t idx = (tail >> RQSPIN__TAIL_IDX_OFFSET) & ((1u << RQSPIN__TAIL_IDX_BITS) - 1);
+	struct rqspin_slot *s = tail_slot(tail);
 
-	return &tail_slot(tail)->nodes[idx];
+	/* A tail names a slot that a queued waiter had, so its chunk is
+	 * mapped (and stays so), and a node index below MCS_MAX_NODES. */
+	rqs_assert(s != NULL && idx < MCS_MAX_NODES);
+	return &s->nodes[idx];
 }
 
 /* Owner-only counter increment, safe against our own signal handlers. */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Failure reports and the process-wide lock settings. */
+/* Failure reports (report.c). */
 #ifndef RQSPIN_REPORT_H
 #define RQSPIN_REPORT_H
 
-#include <stdint.h>
+#include <stdbool.h>
 
 #include <rqspin/lock_diag.h>
 
@@ -11,8 +11,7 @@
 void rqs_report_emit(const struct rqspin_report *rep);
 /* Is anybody listening? (Saves building reports nobody reads.) */
 bool rqs_report_wanted(void);
-
-/* Default timeout T in ns (see rqspin_set_default_timeout). */
-uint64_t rqs_lock_default_timeout(void);
+/* RQSPIN_REPORT asked for reports on stderr (env.c, at load time). */
+void rqs_report_use_stderr(bool on);
 
 #endif

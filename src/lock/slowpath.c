@@ -73,8 +73,10 @@
 #include "lock/barging.h"
 #include "lock/held.h"
 #include "lock/pshared.h"
+#include "common/assert.h"
 #include "lock/registry.h"
 #include "lock/report.h"
+#include "lock/settings.h"
 #include "lock/stall.h"
 #include "lock/wait.h"
 
@@ -510,15 +512,20 @@ static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct r
 	for (spins = 0; spins < w->spin_budget; spins++) {
 		/* acquire: pairs with the release exchange in mcs_handoff. */
 		v = atomic_load_explicit(&node->locked, memory_order_acquire);
-		if (v != MCS_WAIT)
+		if (v != MCS_WAIT) {
+			rqs_assert(v == MCS_GO || v == MCS_ABORT);
 			return v;
+		}
 		arch_cpu_relax();
 	}
 	expect = MCS_WAIT;
 	/* acquire on failure: the value is a hand-over, as in the loop. */
 	if (!atomic_compare_exchange_strong_explicit(&node->locked, &expect, MCS_PARKED,
 						     memory_order_acquire, memory_order_acquire))
+	{
+		rqs_assert(expect == MCS_GO || expect == MCS_ABORT);
 		return expect;
+	}
 	stat_inc(&w->self->stats.parked);
 	v = MCS_PARKED;
 	for (;;) {
@@ -538,8 +545,10 @@ static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct r
 			rqs_futex_wait(&node->locked, MCS_PARKED);
 		}
 		v = atomic_load_explicit(&node->locked, memory_order_acquire);
-		if (v != MCS_PARKED && !(w->barge && v == MCS_WAIT))
+		if (v != MCS_PARKED && !(w->barge && v == MCS_WAIT)) {
+			rqs_assert(v == MCS_GO || v == MCS_ABORT);
 			return v;
+		}
 		if (w->res && is_ghost(prev))
 			return MCS_GO;
 	}
@@ -567,9 +576,16 @@ static void mcs_prewake(struct mcs_node *node)
  * successor, once head, must see the lock word as we left it. */
 static void mcs_handoff(struct mcs_node *next, uint32_t v)
 {
+	uint32_t old;
+
+	rqs_assert(v == MCS_GO || v == MCS_ABORT);
 	if (!next)
 		return; /* the successor vanished in fork() before linking */
-	if (atomic_exchange_explicit(&next->locked, v, memory_order_release) == MCS_PARKED)
+	old = atomic_exchange_explicit(&next->locked, v, memory_order_release);
+	/* Nothing but its owner writes a queued node's word before the
+	 * hand-over (registry.h): it still waits, spinning or asleep. */
+	rqs_assert(old == MCS_WAIT || old == MCS_PARKED);
+	if (old == MCS_PARKED)
 		rqs_futex_wake(&next->locked);
 }
 
