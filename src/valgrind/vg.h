@@ -25,6 +25,8 @@
 
 #include <rqspin/static/lock_word.h>
 
+#include "common/compiler.h"
+
 /* Values of rqspin__valgrind. */
 enum vg_tool {
 	VG_NATIVE = 0,
@@ -33,8 +35,8 @@ enum vg_tool {
 	VG_DRD = 3,
 };
 
-#define VG_ON() __builtin_expect(rqspin__valgrind != VG_NATIVE, 0)
-#define VG_RACES() __builtin_expect(rqspin__valgrind >= VG_HELGRIND, 0)
+#define VG_ON() RQS_UNLIKELY(rqspin__valgrind != VG_NATIVE)
+#define VG_RACES() RQS_UNLIKELY(rqspin__valgrind >= VG_HELGRIND)
 
 /* What the tool is told (helgrind.c, drd.c). */
 void rqs_hg_private(const volatile void *p, size_t n);
