@@ -33,6 +33,7 @@ set_tests_properties(shim_without_preload shim_with_preload PROPERTIES TIMEOUT 1
 
 add_test(NAME exported_symbols
   COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:rqspin> -DSHIM=$<TARGET_FILE:rqspin-pthread>
+          -DINC=${PROJECT_SOURCE_DIR}/include
           -P ${CMAKE_CURRENT_SOURCE_DIR}/check_exports.cmake)
 
 add_test(NAME downstream_install
