@@ -199,18 +199,18 @@ struct st_local {
  * so that first elements do not interleave with storages (see ST_EMB_LIVE). */
 _Static_assert(ST_LOCAL_SIZE == 96, "a storage is 96 bytes");
 _Static_assert(offsetof(struct st_elem, data) == 56, "element header");
-/* The inline lookup of storage.h reads the embedded element's key and value
- * at fixed offsets from the owner word. */
+/* The inline lookup (rqspin/static/storage.h) reads these structures
+ * through their public twins: each field it reads at the same offset, and
+ * the value right after the twin of the element header. The layout stamp
+ * (RQSPIN__STORAGE_LAYOUT) is computed from the twins, so these asserts
+ * also make the library's stamp describe its real layout. */
 _Static_assert(ST_OWNER_EMB == RQSPIN__STORAGE_EMB, "owner word tag");
-_Static_assert(offsetof(struct st_elem, map) == RQSPIN__STORAGE_EMB_KEY, "embedded key offset");
-_Static_assert(offsetof(struct st_elem, data) ==
-	       offsetof(struct st_elem, map) + sizeof(struct rqspin_storage_map *),
-	       "the value follows the key");
-/* ... and from there it reaches the storage's index, and probes its home
- * slot (struct rqspin__storage_index is this table's public twin). */
-_Static_assert(offsetof(struct st_elem, local) == RQSPIN__STORAGE_ELEM_LOCAL, "elem->local");
-_Static_assert(offsetof(struct st_local, tab) == RQSPIN__STORAGE_LOCAL_INDEX, "local->tab");
-_Static_assert(offsetof(struct st_elem, data) == RQSPIN__STORAGE_VALUE, "value offset");
+_Static_assert(offsetof(struct st_elem, local) == offsetof(struct rqspin__storage_elem, local) &&
+	       offsetof(struct st_elem, map) == offsetof(struct rqspin__storage_elem, key) &&
+	       offsetof(struct st_elem, data) == sizeof(struct rqspin__storage_elem),
+	       "element layout");
+_Static_assert(offsetof(struct st_local, tab) == offsetof(struct rqspin__storage_local, index),
+	       "storage layout");
 _Static_assert(offsetof(struct st_tab, seq) == offsetof(struct rqspin__storage_index, seq) &&
 	       offsetof(struct st_tab, mask) == offsetof(struct rqspin__storage_index, mask) &&
 	       offsetof(struct st_tab, slot) == sizeof(struct rqspin__storage_index),
@@ -253,7 +253,9 @@ struct rqspin_storage_map {
 
 #define ST_KEY_ID_BITS 16
 _Static_assert(RQSPIN_STORAGE_MAX_MAPS <= (1u << ST_KEY_ID_BITS), "ids fit the key");
-_Static_assert(offsetof(struct rqspin_storage_map, key) == 0, "the inline lookup reads the key");
+_Static_assert(offsetof(struct rqspin_storage_map, key) ==
+		       offsetof(struct rqspin__storage_map_head, key),
+	       "the inline lookup reads the key");
 
 static inline struct st_bucket *st_bucket_of(const struct rqspin_storage_map *m,
 					     const struct st_local *l)
