@@ -4,7 +4,7 @@
  *
  * Objects (all reclaimed after an RCU grace period, liburcu bp flavour):
  *
- *   owner ──► st_local (one per owner, 96 B)        map ──► buckets[] (rqspinlock + list)
+ *   owner ──► st_local (one per owner, 80 B)        map ──► buckets[] (rqspinlock + list)
  *               lock (rqspinlock)                              │
  *               tab ──► open-addressing index of              ▼
  *                       (map key, elem) (inline: 2 slots; st_elem ◄──► st_elem ...
@@ -138,16 +138,23 @@ struct st_tab {
 /* A grown index, allocated on its own. Replaced tables are never freed
  * before their storage (a reader without a read-side section may still be
  * probing one): each keeps the one it replaced in older, and the storage's
- * cleanup frees the chain. Capacities double, so the chain holds fewer
+ * deferred free frees the chain with it (no rcu_head of its own: 8 slots
+ * fit the 160-byte class). Capacities double, so the chain holds fewer
  * slots than the current table. */
 struct st_xtab {
-	struct rcu_head rcu;
 	struct st_xtab *older;
 	struct st_tab t;
 };
 
 /* Largest capacity (a 3/4 limit of it holds RQSPIN_STORAGE_MAX_MAPS). */
 #define ST_TAB_MAX_CAP 65536u
+/* The first grown table: the inline one grows straight to 8 slots, which
+ * hold 8 values (tables up to 8 slots may be full): an owner with up to 8
+ * values keeps one grown table, not three. */
+#define ST_TAB_FIRST_CAP 8u
+/* Tables up to this capacity may be full (a probe reads 2 cache lines at
+ * most); larger ones are kept 3/4 full. */
+#define ST_TAB_FULL_CAP 8u
 
 /* Home slot of a key: its low bits are the map's id (see map.c). */
 static inline uint32_t st_key_home(uint64_t key, uint32_t mask)
@@ -165,7 +172,7 @@ static inline uint32_t st_key_home(uint64_t key, uint32_t mask)
  * it: it is freed with the storage, never before, and its memory is never
  * reused for another element. That is what lets the inline lookup of
  * storage.h read it without a read-side section. It is a separate
- * allocation (the storage is 96 bytes, in another size class), so that
+ * allocation (the storage is 80 bytes, in another size class), so that
  * the first elements of many owners sit densely in their own pages: a
  * lookup over many cold owners then touches half the pages it would if
  * storage and element shared a 128-byte block. This bit says the element
@@ -189,15 +196,28 @@ struct st_local {
 	struct rqspin_storage_owner *_Atomic owner; /* for iterators; NULL once gone */
 	struct st_tab *_Atomic tab;                 /* &itab or a st_xtab's table */
 	struct st_elem *first;                      /* see ST_EMB_LIVE; immutable */
-	struct rcu_head rcu;
 	struct st_tab itab;                         /* + ST_INLINE_SLOTS slots */
 };
 
+/*
+ * The storage's deferred free needs an rcu_head. With a first element it
+ * uses that element's, which nothing else uses (the element is freed with
+ * the storage, never through call_rcu of its own); without one (an
+ * F_MALLOC map's or a large first value) the storage is allocated with an
+ * rcu_head after its inline slots. That keeps the common storage at 80
+ * bytes.
+ */
 #define ST_INLINE_SLOTS 2u
 #define ST_LOCAL_SIZE (sizeof(struct st_local) + ST_INLINE_SLOTS * sizeof(struct st_slot))
+#define ST_LOCAL_SIZE_BARE (ST_LOCAL_SIZE + sizeof(struct rcu_head))
 /* Not in the size class of the commonest element (64 B: an 8-byte value),
  * so that first elements do not interleave with storages (see ST_EMB_LIVE). */
-_Static_assert(ST_LOCAL_SIZE == 96, "a storage is 96 bytes");
+_Static_assert(ST_LOCAL_SIZE == 80, "a storage is 80 bytes");
+
+static inline struct rcu_head *st_local_bare_rcu(struct st_local *l)
+{
+	return (struct rcu_head *)(void *)((char *)l + ST_LOCAL_SIZE);
+}
 _Static_assert(offsetof(struct st_elem, data) == 56, "element header");
 /* The inline lookup (rqspin/static/storage.h) reads these structures
  * through their public twins: each field it reads at the same offset, and
@@ -329,8 +349,10 @@ static inline void st_read_unlock(void)
 /* Free after a grace period (call_rcu on the pre-started worker: lock-free
  * and async-signal-safe; the caller is registered and in a read section). */
 ST_HIDDEN void st_free_elem_rcu(struct st_elem *e);
+/* (With its grown tables, and its first element.) */
 ST_HIDDEN void st_free_local_rcu(struct st_local *l);
-ST_HIDDEN void st_free_xtab_rcu(struct st_xtab *x);
+/* Free a chain of grown tables now (a storage's, after its grace period). */
+ST_HIDDEN void st_free_xtab_chain(struct st_xtab *x);
 /* Free an element that was never published (never an embedded one). */
 ST_HIDDEN void st_free_elem_now(struct st_elem *e);
 /* The embedded element of l is unlinked on both sides. */
@@ -439,8 +461,8 @@ ST_HIDDEN void st_tab_insert(struct st_local *l, struct st_elem *e, uint64_t key
 /* Take e out of the index. hint: the map e belonged to, or NULL. */
 ST_HIDDEN void st_tab_remove(struct st_local *l, struct st_elem *e,
 			     const struct rqspin_storage_map *hint);
-/* Empty the index of a storage whose elements were all unlinked, and free
- * its grown tables after a grace period (the storage's cleanup). */
+/* Empty the index of a storage whose elements were all unlinked (the
+ * storage's cleanup; its grown tables are freed with it). */
 ST_HIDDEN void st_tab_release_all(struct st_local *l);
 
 /* ---- storage side / map side (unlink.c) ----------------------------------- */

@@ -150,7 +150,8 @@ static struct st_local *local_alloc(struct rqspin_storage_owner *owner,
 				    struct st_elem **emb)
 {
 	bool embed = !(m->flags & RQSPIN_STORAGE_MAP_F_MALLOC) && m->elem_size <= ST_EMBED_MAX;
-	struct st_local *l = rqspin_malloc_nolock(ST_LOCAL_SIZE, 0);
+	/* Without a first element the storage carries its own rcu_head. */
+	struct st_local *l = rqspin_malloc_nolock(embed ? ST_LOCAL_SIZE : ST_LOCAL_SIZE_BARE, 0);
 	struct st_elem *e = NULL;
 
 	*emb = NULL;

@@ -17,11 +17,11 @@
 
 #include "storage/internal.h"
 
-/* Elements a table of cap slots may hold: full for the tiny tables (a
- * probe is at most 4 slots), 3/4 otherwise. */
+/* Elements a table of cap slots may hold: full for the small tables (a
+ * probe reads at most 8 slots, two cache lines), 3/4 otherwise. */
 static inline uint32_t tab_limit(uint32_t cap)
 {
-	return cap <= 4 ? cap : cap - cap / 4;
+	return cap <= ST_TAB_FULL_CAP ? cap : cap - cap / 4;
 }
 
 static void tab_write_begin(struct st_tab *t)
@@ -140,7 +140,7 @@ static struct st_xtab *xtab_of(struct st_local *l, struct st_tab *t)
 int st_tab_reserve(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
-	uint32_t cap = (t->mask + 1) * 2;
+	uint32_t cap = t == &l->itab ? ST_TAB_FIRST_CAP : (t->mask + 1) * 2;
 	struct st_xtab *x;
 
 	if (t->live < tab_limit(t->mask + 1))
@@ -188,14 +188,12 @@ void st_tab_remove(struct st_local *l, struct st_elem *e, const struct rqspin_st
 void st_tab_release_all(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
-	struct st_xtab *x = xtab_of(l, t);
 
 	tab_write_begin(t);
 	for (uint32_t i = 0; i <= t->mask; i++)
 		tab_set(t, i, 0, NULL);
 	t->live = 0;
 	tab_write_end(t);
-	/* The grown tables go with the storage (after a grace period). */
-	if (x)
-		st_free_xtab_rcu(x);
+	/* The grown tables stay until the storage's deferred free, which
+	 * frees them with it. */
 }
