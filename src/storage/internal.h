@@ -4,11 +4,11 @@
  *
  * Objects (all reclaimed after an RCU grace period, liburcu bp flavour):
  *
- *   owner ──► st_local (one per owner, 80 B)        map ──► buckets[] (rqspinlock + list)
- *               lock (rqspinlock)                              │
+ *   owner ──► st_local (one per owner, 32 B)        map ──► buckets[] (rqspinlock + list)
+ *               lock (rqspinlock), first element              │
  *               tab ──► open-addressing index of              ▼
- *                       (map key, elem) (inline: 2 slots; st_elem ◄──► st_elem ...
- *                       grown: st_xtab, kept)             (bnext: the bucket's list)
+ *                       (map key, elem) of every     st_elem ◄──► st_elem ...
+ *                       other value (st_xtab, kept)  (bnext: the bucket's list)
  *
  * A lookup needs no lock and no read-side section: owner->storage_ →
  * local->tab → slot[key & mask] (linear probing) → a hit when the slot's
@@ -21,8 +21,9 @@
  * The index is the kernel's 16-slot cache generalised: a map's id (the low
  * bits of its key) is the lowest free id (the kernel gives a new map the
  * least-used of 16 cache slots), so an owner's first maps land in distinct
- * slots, but the index holds every element (no miss path, no list walk)
- * and grows past 16 maps.
+ * slots, but the index holds every element but the first (no miss path,
+ * no list walk) and grows past 16 maps. An owner with one value has no
+ * index (ST_EMPTY_TAB).
  *
  * Locks: local->lock protects the owner's index; bucket->lock the bucket's
  * list; elem->lock only the value bytes (a leaf: nothing is taken under
@@ -183,6 +184,12 @@ static inline uint32_t st_key_home(uint64_t key, uint32_t mask)
 /* Largest first element given the storage's lifetime (a deleted one is
  * only freed with the storage: this bounds what an owner can hold on to). */
 #define ST_EMBED_MAX 256u
+/* The first element is the owner's value of its map: linked on the
+ * storage side. It is never in the index (a lookup finds it through the
+ * owner word, or by its map under the storage's lock: st_find_locked), so
+ * an owner with one value needs no index at all. Set and cleared under
+ * the storage's lock (atomic RMWs: other bits of flags change without it). */
+#define ST_FIRST_IN 0x8u
 /* Low bit of owner->storage_: the word points at the storage's first
  * element (whose local points at the storage), not at the storage. A
  * lookup checks that element first, so that the common hit reads the
@@ -194,9 +201,8 @@ struct st_local {
 	rqspinlock_t lock;
 	_Atomic uint32_t flags;
 	struct rqspin_storage_owner *_Atomic owner; /* for iterators; NULL once gone */
-	struct st_tab *_Atomic tab;                 /* &itab or a st_xtab's table */
+	struct st_tab *_Atomic tab;                 /* ST_EMPTY_TAB or a st_xtab's table */
 	struct st_elem *first;                      /* see ST_EMB_LIVE; immutable */
-	struct st_tab itab;                         /* + ST_INLINE_SLOTS slots */
 };
 
 /*
@@ -204,15 +210,22 @@ struct st_local {
  * uses that element's, which nothing else uses (the element is freed with
  * the storage, never through call_rcu of its own); without one (an
  * F_MALLOC map's or a large first value) the storage is allocated with an
- * rcu_head after its inline slots. That keeps the common storage at 80
- * bytes.
+ * rcu_head after it. That keeps the common storage at 32 bytes.
  */
-#define ST_INLINE_SLOTS 2u
-#define ST_LOCAL_SIZE (sizeof(struct st_local) + ST_INLINE_SLOTS * sizeof(struct st_slot))
+#define ST_LOCAL_SIZE sizeof(struct st_local)
 #define ST_LOCAL_SIZE_BARE (ST_LOCAL_SIZE + sizeof(struct rcu_head))
 /* Not in the size class of the commonest element (64 B: an 8-byte value),
  * so that first elements do not interleave with storages (see ST_EMB_LIVE). */
-_Static_assert(ST_LOCAL_SIZE == 80, "a storage is 80 bytes");
+_Static_assert(ST_LOCAL_SIZE == 32, "a storage is 32 bytes");
+
+/* The index of a storage that has none yet: one empty slot, never
+ * written (a probe misses; the first insert grows a table first). */
+union st_empty_tab {
+	struct st_tab t;
+	char bytes[sizeof(struct st_tab) + sizeof(struct st_slot)];
+};
+ST_HIDDEN extern union st_empty_tab st_empty;
+#define ST_EMPTY_TAB (&st_empty.t)
 
 static inline struct rcu_head *st_local_bare_rcu(struct st_local *l)
 {
@@ -454,13 +467,33 @@ static inline struct st_tab *st_local_tab(struct st_local *l)
 	return atomic_load_explicit(&l->tab, memory_order_acquire);
 }
 
-/* Make room for one more element: 0 or -ENOMEM. */
+/* The owner's element of m, under the storage's lock: its first element,
+ * or the index's. */
+static inline struct st_elem *st_find_locked(struct st_local *l,
+					     const struct rqspin_storage_map *m)
+{
+	struct st_elem *f = l->first;
+
+	/* relaxed: FIRST_IN changes under the lock we hold; a first element
+	 * whose map side is done (map NULL) is no map's value any more. */
+	if (f && (atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_FIRST_IN) &&
+	    atomic_load_explicit(&f->map, memory_order_relaxed) == m)
+		return f;
+	return st_tab_find_locked(atomic_load_explicit(&l->tab, memory_order_relaxed), m->key);
+}
+
+/* Make room in the index for one more element: 0 or -ENOMEM. */
 ST_HIDDEN int st_tab_reserve(struct st_local *l);
 /* Put e (of the map whose key is key) in the index; room was reserved. */
 ST_HIDDEN void st_tab_insert(struct st_local *l, struct st_elem *e, uint64_t key);
 /* Take e out of the index. hint: the map e belonged to, or NULL. */
 ST_HIDDEN void st_tab_remove(struct st_local *l, struct st_elem *e,
 			     const struct rqspin_storage_map *hint);
+/* The storage side of e: link it (the first element: FIRST_IN; another:
+ * into the index, room reserved) or unlink it. Under the storage's lock. */
+ST_HIDDEN void st_storage_insert(struct st_local *l, struct st_elem *e, uint64_t key);
+ST_HIDDEN void st_storage_remove(struct st_local *l, struct st_elem *e,
+				 const struct rqspin_storage_map *hint);
 /* Empty the index of a storage whose elements were all unlinked (the
  * storage's cleanup; its grown tables are freed with it). */
 ST_HIDDEN void st_tab_release_all(struct st_local *l);

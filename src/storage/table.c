@@ -132,18 +132,18 @@ static void tab_fill(struct st_tab *t, struct st_tab *old)
 	}
 }
 
-static struct st_xtab *xtab_of(struct st_local *l, struct st_tab *t)
+static struct st_xtab *xtab_of(struct st_tab *t)
 {
-	return t == &l->itab ? NULL : caa_container_of(t, struct st_xtab, t);
+	return t == ST_EMPTY_TAB ? NULL : caa_container_of(t, struct st_xtab, t);
 }
 
 int st_tab_reserve(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
-	uint32_t cap = t == &l->itab ? ST_TAB_FIRST_CAP : (t->mask + 1) * 2;
+	uint32_t cap = t == ST_EMPTY_TAB ? ST_TAB_FIRST_CAP : (t->mask + 1) * 2;
 	struct st_xtab *x;
 
-	if (t->live < tab_limit(t->mask + 1))
+	if (t != ST_EMPTY_TAB && t->live < tab_limit(t->mask + 1))
 		return 0;
 	if (cap > ST_TAB_MAX_CAP)
 		return -ENOMEM; /* 49152 elements per owner: cannot happen with the map limit */
@@ -152,7 +152,7 @@ int st_tab_reserve(struct st_local *l)
 	if (!x)
 		return -ENOMEM;
 	x->t.mask = cap - 1;
-	x->older = xtab_of(l, t);
+	x->older = xtab_of(t);
 	tab_fill(&x->t, t);
 	/* release: the filled slots before the table pointer (readers load
 	 * it with acquire, st_local_tab). */
@@ -185,9 +185,30 @@ void st_tab_remove(struct st_local *l, struct st_elem *e, const struct rqspin_st
 	}
 }
 
+void st_storage_insert(struct st_local *l, struct st_elem *e, uint64_t key)
+{
+	if (e == l->first)
+		/* relaxed: read only under the storage's lock, which we hold;
+		 * lock-free readers go by e->map. */
+		atomic_fetch_or_explicit(&l->flags, ST_FIRST_IN, memory_order_relaxed);
+	else
+		st_tab_insert(l, e, key);
+}
+
+void st_storage_remove(struct st_local *l, struct st_elem *e, const struct rqspin_storage_map *hint)
+{
+	if (e == l->first)
+		atomic_fetch_and_explicit(&l->flags, ~ST_FIRST_IN, memory_order_relaxed);
+	else
+		st_tab_remove(l, e, hint);
+}
+
 void st_tab_release_all(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
+
+	if (t == ST_EMPTY_TAB)
+		return;
 
 	tab_write_begin(t);
 	for (uint32_t i = 0; i <= t->mask; i++)
