@@ -153,6 +153,9 @@ struct st_xtab {
  * hold 8 values (tables up to 8 slots may be full): an owner with up to 8
  * values keeps one grown table, not three. */
 #define ST_TAB_FIRST_CAP 8u
+/* ... and that of a storage without a first element, whose first value
+ * is in the index too (F_MALLOC maps, large values). */
+#define ST_TAB_FIRST_CAP_BARE 2u
 /* Tables up to this capacity may be full (a probe reads 2 cache lines at
  * most); larger ones are kept 3/4 full. */
 #define ST_TAB_FULL_CAP 8u

@@ -140,7 +140,11 @@ static struct st_xtab *xtab_of(struct st_tab *t)
 int st_tab_reserve(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
-	uint32_t cap = t == ST_EMPTY_TAB ? ST_TAB_FIRST_CAP : (t->mask + 1) * 2;
+	/* A storage without a first element (F_MALLOC maps, large values)
+	 * puts its first value here too: start small. */
+	uint32_t cap = t != ST_EMPTY_TAB ? (t->mask + 1) * 2
+		       : l->first  ? ST_TAB_FIRST_CAP
+				   : ST_TAB_FIRST_CAP_BARE;
 	struct st_xtab *x;
 
 	if (t != ST_EMPTY_TAB && t->live < tab_limit(t->mask + 1))
