@@ -153,9 +153,6 @@ struct st_xtab {
  * hold 8 values (tables up to 8 slots may be full): an owner with up to 8
  * values keeps one grown table, not three. */
 #define ST_TAB_FIRST_CAP 8u
-/* ... and that of a storage without a first element, whose first value
- * is in the index too (F_MALLOC maps, large values). */
-#define ST_TAB_FIRST_CAP_BARE 2u
 /* Tables up to this capacity may be full (a probe reads 2 cache lines at
  * most); larger ones are kept 3/4 full. */
 #define ST_TAB_FULL_CAP 8u
@@ -204,7 +201,8 @@ struct st_local {
 	rqspinlock_t lock;
 	_Atomic uint32_t flags;
 	struct rqspin_storage_owner *_Atomic owner; /* for iterators; NULL once gone */
-	struct st_tab *_Atomic tab;                 /* ST_EMPTY_TAB or a st_xtab's table */
+	struct st_tab *_Atomic tab;                 /* ST_EMPTY_TAB, a bare storage's
+						     * inline table or a st_xtab's */
 	struct st_elem *first;                      /* see ST_EMB_LIVE; immutable */
 };
 
@@ -213,10 +211,18 @@ struct st_local {
  * uses that element's, which nothing else uses (the element is freed with
  * the storage, never through call_rcu of its own); without one (an
  * F_MALLOC map's or a large first value) the storage is allocated with an
- * rcu_head after it. That keeps the common storage at 32 bytes.
+ * rcu_head and an inline table after it (ST_LOCAL_SIZE_BARE). That keeps
+ * the common storage at 32 bytes.
  */
 #define ST_LOCAL_SIZE sizeof(struct st_local)
-#define ST_LOCAL_SIZE_BARE (ST_LOCAL_SIZE + sizeof(struct rcu_head))
+/* A storage without a first element (an F_MALLOC map's, or a large first
+ * value) keeps its values in the index from the first on: it carries an
+ * inline 2-slot table after its rcu_head, so that a get reads no separate
+ * table (96 bytes). */
+#define ST_BARE_SLOTS 2u
+#define ST_LOCAL_SIZE_BARE                                                            \
+	(ST_LOCAL_SIZE + sizeof(struct rcu_head) + sizeof(struct st_tab) +              \
+	 ST_BARE_SLOTS * sizeof(struct st_slot))
 /* Not in the size class of the commonest element (64 B: an 8-byte value),
  * so that first elements do not interleave with storages (see ST_EMB_LIVE). */
 _Static_assert(ST_LOCAL_SIZE == 32, "a storage is 32 bytes");
@@ -233,6 +239,17 @@ ST_HIDDEN extern union st_empty_tab st_empty;
 static inline struct rcu_head *st_local_bare_rcu(struct st_local *l)
 {
 	return (struct rcu_head *)(void *)((char *)l + ST_LOCAL_SIZE);
+}
+
+static inline struct st_tab *st_local_bare_tab(struct st_local *l)
+{
+	return (struct st_tab *)(void *)((char *)l + ST_LOCAL_SIZE + sizeof(struct rcu_head));
+}
+
+/* t, a table of l, is a separately allocated one (a st_xtab's). */
+static inline bool st_tab_is_x(struct st_local *l, struct st_tab *t)
+{
+	return t != ST_EMPTY_TAB && (l->first || t != st_local_bare_tab(l));
 }
 _Static_assert(offsetof(struct st_elem, data) == 56, "element header");
 /* The inline lookup (rqspin/static/storage.h) reads these structures

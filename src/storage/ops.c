@@ -150,7 +150,8 @@ static struct st_local *local_alloc(struct rqspin_storage_owner *owner,
 				    struct st_elem **emb)
 {
 	bool embed = !(m->flags & RQSPIN_STORAGE_MAP_F_MALLOC) && m->elem_size <= ST_EMBED_MAX;
-	/* Without a first element the storage carries its own rcu_head. */
+	/* Without a first element the storage carries its own rcu_head and
+	 * an inline table (ST_LOCAL_SIZE_BARE). */
 	struct st_local *l = rqspin_malloc_nolock(embed ? ST_LOCAL_SIZE : ST_LOCAL_SIZE_BARE, 0);
 	struct st_elem *e = NULL;
 
@@ -169,8 +170,22 @@ static struct st_local *local_alloc(struct rqspin_storage_owner *owner,
 	atomic_store_explicit(&l->flags, embed ? ST_EMB_LIVE : 0, memory_order_relaxed);
 	atomic_store_explicit(&l->owner, owner, memory_order_relaxed);
 	l->first = e;
-	/* No index until a second value comes. */
-	atomic_store_explicit(&l->tab, ST_EMPTY_TAB, memory_order_relaxed);
+	if (e) {
+		/* No index until a second value comes. */
+		atomic_store_explicit(&l->tab, ST_EMPTY_TAB, memory_order_relaxed);
+	} else {
+		struct st_tab *t = st_local_bare_tab(l);
+
+		atomic_store_explicit(&t->seq, 0, memory_order_relaxed);
+		t->mask = ST_BARE_SLOTS - 1;
+		t->live = 0;
+		t->reserved = 0;
+		for (unsigned i = 0; i < ST_BARE_SLOTS; i++) {
+			atomic_store_explicit(&t->slot[i].key, 0, memory_order_relaxed);
+			atomic_store_explicit(&t->slot[i].elem, NULL, memory_order_relaxed);
+		}
+		atomic_store_explicit(&l->tab, t, memory_order_relaxed);
+	}
 	if (e) {
 		elem_init(e, m, init, ST_EMBEDDED);
 		/* Before publication: the owner word will point at e, and

@@ -96,7 +96,7 @@ static void local_free(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
 
-	if (t != ST_EMPTY_TAB)
+	if (st_tab_is_x(l, t))
 		st_free_xtab_chain(caa_container_of(t, struct st_xtab, t));
 	/* The first element goes with its storage (see ST_EMB_LIVE). */
 	if (l->first)

@@ -132,19 +132,15 @@ static void tab_fill(struct st_tab *t, struct st_tab *old)
 	}
 }
 
-static struct st_xtab *xtab_of(struct st_tab *t)
+static struct st_xtab *xtab_of(struct st_local *l, struct st_tab *t)
 {
-	return t == ST_EMPTY_TAB ? NULL : caa_container_of(t, struct st_xtab, t);
+	return st_tab_is_x(l, t) ? caa_container_of(t, struct st_xtab, t) : NULL;
 }
 
 int st_tab_reserve(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
-	/* A storage without a first element (F_MALLOC maps, large values)
-	 * puts its first value here too: start small. */
-	uint32_t cap = t != ST_EMPTY_TAB ? (t->mask + 1) * 2
-		       : l->first  ? ST_TAB_FIRST_CAP
-				   : ST_TAB_FIRST_CAP_BARE;
+	uint32_t cap = t == ST_EMPTY_TAB ? ST_TAB_FIRST_CAP : (t->mask + 1) * 2;
 	struct st_xtab *x;
 
 	if (t != ST_EMPTY_TAB && t->live < tab_limit(t->mask + 1))
@@ -156,7 +152,7 @@ int st_tab_reserve(struct st_local *l)
 	if (!x)
 		return -ENOMEM;
 	x->t.mask = cap - 1;
-	x->older = xtab_of(t);
+	x->older = xtab_of(l, t);
 	tab_fill(&x->t, t);
 	/* release: the filled slots before the table pointer (readers load
 	 * it with acquire, st_local_tab). */
