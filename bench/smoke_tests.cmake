@@ -31,7 +31,7 @@ function(bench_json_test name suite)
 endfunction()
 bench_json_test(bench_torture_quick torture torture --quick)
 bench_json_test(bench_alloc_quick alloc alloc --quick --repeats 1)
-bench_json_test(bench_storage_quick storage storage --quick --owners 1000 --reps 1)
+bench_json_test(bench_storage_quick storage storage --quick --owners 1000 --reps 1 --mem-owners 2000)
 bench_json_test(bench_shim_quick shim shim --quick --threads 2)
 # --background-load: the hogs run and the JSON records them.
 add_test(NAME bench_background_load

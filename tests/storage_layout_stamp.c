@@ -41,10 +41,22 @@ static struct rqspin_storage_map *good_map(void)
 
 static const uint64_t good_layout = RQSPIN__STORAGE_LAYOUT;
 
-/* From here on this file compiles the inline code with another value
- * offset: what an older or newer storage.h would do. */
-#undef RQSPIN__STORAGE_VALUE
-#define RQSPIN__STORAGE_VALUE 64
+/* From here on this file stamps another layout, as an older or newer
+ * rqspin/static/storage.h would: an element header with one more word, so
+ * that the value sits 8 bytes further (the stamp is computed from the
+ * structures, with offsetof and sizeof). The key moves with it. */
+struct other_elem {
+	void *bucket_[2];
+	const struct rqspin__storage_local *local;
+	void *rcu_[3];
+	uint32_t state_;
+	rqspinlock_t lock_;
+	struct rqspin_storage_map *key;
+};
+#undef RQSPIN__STORAGE_LAYOUT
+#define RQSPIN__STORAGE_LAYOUT                                                        \
+	RQSPIN__STORAGE_LAYOUT_OF(struct other_elem, struct rqspin__storage_local, \
+				  struct rqspin__storage_index, struct rqspin__storage_slot)
 
 static struct rqspin_storage_map *bad_result;
 static int bad_errno;

@@ -43,7 +43,9 @@ int main(void)
 	struct rqspin_storage_map *small, *big;
 	struct rqspin_storage_owner dead = RQSPIN_STORAGE_OWNER_INIT;
 	static struct rqspin_storage_owner o[NTRY];
-	uint64_t sv[2] = { 1, 2 }, bv[BIG / 8], base;
+	/* small's element (56-byte header + 32) is not in the storage's size
+	 * class (80 B), so that a freed storage's block goes to a storage. */
+	uint64_t sv[4] = { 1, 2, 3, 4 }, bv[BIG / 8], base;
 	struct st_local *l1, *l2 = NULL;
 	struct st_bucket *b;
 	int n, err;

@@ -43,13 +43,9 @@
  * the value's own lock, BPF_F_LOCK's counterpart) or take
  * rqspin_storage_value_lock() around your own accesses.
  *
- * Threads need no registration: the storage uses liburcu's "bulletproof"
- * flavour (liburcu-bp), which registers a thread on its first read-side
- * section and unregisters it when it exits. The program may use liburcu
- * itself, on the same threads, in any order: another flavour (memb, mb,
- * qsbr, signal) keeps its own registry and grace periods, untouched by
- * this library; liburcu-bp's own rcu_register_thread is idempotent, and
- * the program's bp sections may nest with ours either way.
+ * Threads need no registration (liburcu-bp registers a thread on its first
+ * read-side section). The program may use liburcu itself, any flavour, on
+ * the same threads, in any order.
  *
  * Async-signal-safety is stated per function. "Async-signal-safe" means the
  * function may be called from a signal handler that interrupted any code of
@@ -62,13 +58,9 @@
  * run it with TSAN_OPTIONS=suppressions=<prefix>/share/rqspin/tsan-liburcu.supp
  * (installed with the library), which silences only those.
  *
- * Memory: an owner with one small value costs a 96-byte storage plus the
- * value's element (56 bytes + the value, rounded up to 8). An owner's
- * index grows (16 bytes a slot, doubling, kept at 3/4 full) when it holds
- * more than 2 values, and keeps its largest size, and the smaller tables
- * it replaced, until the owner is destroyed: lock-free readers may still
- * be probing them (10 KiB besides the values for an owner that once had
- * 100 values; 1.3 KiB for 16).
+ * Memory: an owner's first small value is allocated with its storage;
+ * more values grow a per-owner index, which is kept until the owner is
+ * destroyed (src/storage/README.md has the figures).
  *
  * Contract (as in the kernel): do not use a map while or after it is
  * destroyed, and do not use an owner after its destruction returned (the
@@ -138,8 +130,8 @@ struct rqspin_storage_map;
  * layout other than this library's, e.g. headers of another librqspin
  * version: the library also prints both layout stamps to stderr; rebuild
  * the program against the headers of the library it runs with).
- * A call in the program goes through the macro below, which passes the
- * header's layout stamp; the function itself (its address, dlsym) checks
+ * A call in the program goes through a macro (rqspin/static/storage.h)
+ * that passes the header's layout stamp; the function itself (its address, dlsym) checks
  * nothing, for callers that do not use the inline rqspin_storage_get.
  * NOT async-signal-safe (malloc, a mutex; the first call starts liburcu's
  * call_rcu worker thread, so that later frees are safe from handlers).
@@ -163,53 +155,6 @@ RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map);
 /* The map's value size. Async-signal-safe. */
 RQSPIN_API size_t rqspin_storage_map_value_size(const struct rqspin_storage_map *map);
 
-/* ABI of the inline rqspin_storage_get below; not for direct use, and
- * only valid with the library of the same SONAME (src/storage/internal.h
- * checks every offset). The owner word points at the owner's storage, or,
- * with RQSPIN__STORAGE_EMB set, at the storage's first element, which
- * lives, and is never reused for another value, until the owner is
- * destroyed. An element holds its key (its map while it is linked, else
- * NULL) at RQSPIN__STORAGE_EMB_KEY, its value at RQSPIN__STORAGE_VALUE and
- * a pointer to its storage at RQSPIN__STORAGE_ELEM_LOCAL. A storage points
- * at its index at RQSPIN__STORAGE_LOCAL_INDEX: a struct
- * rqspin__storage_index followed by mask + 1 slots, each a map's key (the
- * first 8 bytes of the map) and its element. The storage and every index
- * it ever had live until the owner is destroyed; the library makes its
- * seq odd while it changes the slots. */
-#define RQSPIN__STORAGE_EMB ((uintptr_t)1)
-#define RQSPIN__STORAGE_ELEM_LOCAL 16
-#define RQSPIN__STORAGE_EMB_KEY 48
-#define RQSPIN__STORAGE_VALUE 56
-#define RQSPIN__STORAGE_LOCAL_INDEX 16
-struct rqspin__storage_index {
-	uint32_t seq;
-	uint32_t mask;
-	uint32_t live;
-	uint32_t reserved;
-};
-struct rqspin__storage_slot {
-	uint64_t key;
-	void *elem;
-};
-/* The layout stamp: every constant above that the inline code compiles
- * in, and a revision for what the offsets cannot show (bump it when the
- * inline lookup's protocol changes). rqspin_storage_map_create passes it,
- * and the library refuses a map to a program whose stamp differs. */
-#define RQSPIN__STORAGE_LAYOUT_REV 1u
-#define RQSPIN__STORAGE_LAYOUT                                                                      \
-	((uint64_t)RQSPIN__STORAGE_LAYOUT_REV << 56 | (uint64_t)RQSPIN__STORAGE_EMB << 48 |          \
-	 (uint64_t)RQSPIN__STORAGE_ELEM_LOCAL << 40 | (uint64_t)RQSPIN__STORAGE_EMB_KEY << 32 |      \
-	 (uint64_t)RQSPIN__STORAGE_VALUE << 24 | (uint64_t)RQSPIN__STORAGE_LOCAL_INDEX << 16 |       \
-	 (uint64_t)sizeof(struct rqspin__storage_index) << 8 |                                      \
-	 (uint64_t)sizeof(struct rqspin__storage_slot))
-RQSPIN_API struct rqspin_storage_map *
-rqspin__storage_map_create_checked(size_t value_size, unsigned flags, uint64_t layout);
-#define rqspin_storage_map_create(value_size, flags) \
-	rqspin__storage_map_create_checked((value_size), (flags), RQSPIN__STORAGE_LAYOUT)
-RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
-					  struct rqspin_storage_owner *owner, const void *init,
-					  unsigned flags, int *err);
-
 /*
  * The owner's value for map, or NULL with *err set (err may be NULL).
  * Without RQSPIN_STORAGE_F_CREATE: lock-free lookup; -ENOENT if absent.
@@ -219,78 +164,12 @@ RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
  * being destroyed), -ENOMEM, -EDEADLK, -ETIMEDOUT, -EINVAL as above.
  * Async-signal-safe (creation too, except for F_MALLOC maps).
  *
- * Inline: a hit on the owner's first value is two dependent loads and a
- * compare; a hit in the home slot of the owner's index (any other value,
- * unless two of the owner's maps collide there) is five, with a seqlock
- * check. No call and no read-side section: nothing read here is freed
- * before the owner is destroyed, which the caller may not race with (see
- * "Contract"). So a caller's loop over many owners keeps several cache
- * misses in flight, and 100 maps cost about what one does. Everything
- * else goes to the library.
+ * Inline (rqspin/static/storage.h): a hit takes no lock, no read-side
+ * section and no call.
  */
 static inline void *rqspin_storage_get(struct rqspin_storage_map *map,
 				       struct rqspin_storage_owner *owner, const void *init,
-				       unsigned flags, int *err)
-{
-	if (__builtin_expect(map != NULL && owner != NULL && flags <= RQSPIN_STORAGE_F_CREATE,
-			     1)) {
-		/* acquire: pairs with the release CAS that published the
-		 * storage, so the storage, its first index and the first
-		 * value, all written before, are seen initialised. */
-		uintptr_t w = (uintptr_t)__atomic_load_n(&owner->storage_, __ATOMIC_ACQUIRE);
-
-		if (__builtin_expect((w & RQSPIN__STORAGE_EMB) != 0, 1)) {
-			char *e = (char *)(w & ~RQSPIN__STORAGE_EMB);
-
-			/* relaxed: the value was initialised before the
-			 * storage's publication (covered by the acquire
-			 * above); the key goes from NULL to the map once the
-			 * value is linked, and back to NULL for good when it
-			 * is deleted; no other value ever takes the element,
-			 * so seeing the map means this value. A hit on a value
-			 * being deleted concurrently is what the lifetime
-			 * rules above already cover. */
-			if (__atomic_load_n((struct rqspin_storage_map **)(e + RQSPIN__STORAGE_EMB_KEY),
-					    __ATOMIC_RELAXED) == map) {
-				if (err)
-					*err = 0;
-				return e + RQSPIN__STORAGE_VALUE;
-			}
-			/* Written before the publication, never changed. */
-			w = (uintptr_t) * (void *const *)(e + RQSPIN__STORAGE_ELEM_LOCAL);
-		}
-		if (__builtin_expect(w != 0, 1)) {
-			/* acquire: pairs with the release store that installed
-			 * a grown index, filled before. */
-			const struct rqspin__storage_index *ix = __atomic_load_n(
-				(struct rqspin__storage_index **)(w + RQSPIN__STORAGE_LOCAL_INDEX),
-				__ATOMIC_ACQUIRE);
-			/* acquire: if seq is the end of a change, the slot
-			 * loads below see it (a seqlock reader). */
-			uint32_t seq = __atomic_load_n(&ix->seq, __ATOMIC_ACQUIRE);
-			uint64_t key = *(const uint64_t *)(const void *)map;
-			const struct rqspin__storage_slot *s =
-				(const struct rqspin__storage_slot *)(const void *)(ix + 1) +
-				((uint32_t)key & ix->mask);
-			/* acquire: pairs with the release store that put the
-			 * element in the slot, initialised. */
-			char *elem = (char *)__atomic_load_n(&s->elem, __ATOMIC_ACQUIRE);
-
-			/* acquire (key too): a load that reads a change in
-			 * progress makes the re-read of seq below see that
-			 * change's odd seq; seq unchanged and even means the
-			 * key and element are one state of the slot. */
-			if (elem && __atomic_load_n(&s->key, __ATOMIC_ACQUIRE) == key) {
-				if (!(seq & 1) && __atomic_load_n(&ix->seq, __ATOMIC_RELAXED) == seq) {
-					if (err)
-						*err = 0;
-					return elem + RQSPIN__STORAGE_VALUE;
-				}
-			}
-		}
-	}
-	return rqspin__storage_get_slow(map, owner, init, flags, err);
-}
+				       unsigned flags, int *err);
 
 /*
  * Copy value (value_size bytes) into the owner's value under the value's
@@ -401,4 +280,9 @@ RQSPIN_API void rqspin_storage_barrier(void);
 #ifdef __cplusplus
 }
 #endif
+
+/* The inline rqspin_storage_get, and the map_create macro that passes the
+ * layout stamp (see rqspin_storage_map_create). */
+#include <rqspin/static/storage.h>
+
 #endif /* RQSPIN_STORAGE_H */

@@ -4,11 +4,11 @@
  *
  * Objects (all reclaimed after an RCU grace period, liburcu bp flavour):
  *
- *   owner ──► st_local (one per owner, 96 B)        map ──► buckets[] (rqspinlock + list)
- *               lock (rqspinlock)                              │
+ *   owner ──► st_local (one per owner, 32 B)        map ──► buckets[] (rqspinlock + list)
+ *               lock (rqspinlock), first element              │
  *               tab ──► open-addressing index of              ▼
- *                       (map key, elem) (inline: 2 slots; st_elem ◄──► st_elem ...
- *                       grown: st_xtab, kept)             (bnext: the bucket's list)
+ *                       (map key, elem) of every     st_elem ◄──► st_elem ...
+ *                       other value (st_xtab, kept)  (bnext: the bucket's list)
  *
  * A lookup needs no lock and no read-side section: owner->storage_ →
  * local->tab → slot[key & mask] (linear probing) → a hit when the slot's
@@ -21,8 +21,9 @@
  * The index is the kernel's 16-slot cache generalised: a map's id (the low
  * bits of its key) is the lowest free id (the kernel gives a new map the
  * least-used of 16 cache slots), so an owner's first maps land in distinct
- * slots, but the index holds every element (no miss path, no list walk)
- * and grows past 16 maps.
+ * slots, but the index holds every element but the first (no miss path,
+ * no list walk) and grows past 16 maps. An owner with one value has no
+ * index (ST_EMPTY_TAB).
  *
  * Locks: local->lock protects the owner's index; bucket->lock the bucket's
  * list; elem->lock only the value bytes (a leaf: nothing is taken under
@@ -137,16 +138,23 @@ struct st_tab {
 /* A grown index, allocated on its own. Replaced tables are never freed
  * before their storage (a reader without a read-side section may still be
  * probing one): each keeps the one it replaced in older, and the storage's
- * cleanup frees the chain. Capacities double, so the chain holds fewer
+ * deferred free frees the chain with it (no rcu_head of its own: 8 slots
+ * fit the 160-byte class). Capacities double, so the chain holds fewer
  * slots than the current table. */
 struct st_xtab {
-	struct rcu_head rcu;
 	struct st_xtab *older;
 	struct st_tab t;
 };
 
 /* Largest capacity (a 3/4 limit of it holds RQSPIN_STORAGE_MAX_MAPS). */
 #define ST_TAB_MAX_CAP 65536u
+/* The first grown table: the inline one grows straight to 8 slots, which
+ * hold 8 values (tables up to 8 slots may be full): an owner with up to 8
+ * values keeps one grown table, not three. */
+#define ST_TAB_FIRST_CAP 8u
+/* Tables up to this capacity may be full (a probe reads 2 cache lines at
+ * most); larger ones are kept 3/4 full. */
+#define ST_TAB_FULL_CAP 8u
 
 /* Home slot of a key: its low bits are the map's id (see map.c). */
 static inline uint32_t st_key_home(uint64_t key, uint32_t mask)
@@ -164,7 +172,7 @@ static inline uint32_t st_key_home(uint64_t key, uint32_t mask)
  * it: it is freed with the storage, never before, and its memory is never
  * reused for another element. That is what lets the inline lookup of
  * storage.h read it without a read-side section. It is a separate
- * allocation (the storage is 96 bytes, in another size class), so that
+ * allocation (the storage is 80 bytes, in another size class), so that
  * the first elements of many owners sit densely in their own pages: a
  * lookup over many cold owners then touches half the pages it would if
  * storage and element shared a 128-byte block. This bit says the element
@@ -175,6 +183,12 @@ static inline uint32_t st_key_home(uint64_t key, uint32_t mask)
 /* Largest first element given the storage's lifetime (a deleted one is
  * only freed with the storage: this bounds what an owner can hold on to). */
 #define ST_EMBED_MAX 256u
+/* The first element is the owner's value of its map: linked on the
+ * storage side. It is never in the index (a lookup finds it through the
+ * owner word, or by its map under the storage's lock: st_find_locked), so
+ * an owner with one value needs no index at all. Set and cleared under
+ * the storage's lock (atomic RMWs: other bits of flags change without it). */
+#define ST_FIRST_IN 0x8u
 /* Low bit of owner->storage_: the word points at the storage's first
  * element (whose local points at the storage), not at the storage. A
  * lookup checks that element first, so that the common hit reads the
@@ -186,30 +200,69 @@ struct st_local {
 	rqspinlock_t lock;
 	_Atomic uint32_t flags;
 	struct rqspin_storage_owner *_Atomic owner; /* for iterators; NULL once gone */
-	struct st_tab *_Atomic tab;                 /* &itab or a st_xtab's table */
+	struct st_tab *_Atomic tab;                 /* ST_EMPTY_TAB, a bare storage's
+						     * inline table or a st_xtab's */
 	struct st_elem *first;                      /* see ST_EMB_LIVE; immutable */
-	struct rcu_head rcu;
-	struct st_tab itab;                         /* + ST_INLINE_SLOTS slots */
 };
 
-#define ST_INLINE_SLOTS 2u
-#define ST_LOCAL_SIZE (sizeof(struct st_local) + ST_INLINE_SLOTS * sizeof(struct st_slot))
+/*
+ * The storage's deferred free needs an rcu_head. With a first element it
+ * uses that element's, which nothing else uses (the element is freed with
+ * the storage, never through call_rcu of its own); without one (an
+ * F_MALLOC map's or a large first value) the storage is allocated with an
+ * rcu_head and an inline table after it (ST_LOCAL_SIZE_BARE). That keeps
+ * the common storage at 32 bytes.
+ */
+#define ST_LOCAL_SIZE sizeof(struct st_local)
+/* A storage without a first element (an F_MALLOC map's, or a large first
+ * value) keeps its values in the index from the first on: it carries an
+ * inline 2-slot table after its rcu_head, so that a get reads no separate
+ * table (96 bytes). */
+#define ST_BARE_SLOTS 2u
+#define ST_LOCAL_SIZE_BARE                                                            \
+	(ST_LOCAL_SIZE + sizeof(struct rcu_head) + sizeof(struct st_tab) +              \
+	 ST_BARE_SLOTS * sizeof(struct st_slot))
 /* Not in the size class of the commonest element (64 B: an 8-byte value),
  * so that first elements do not interleave with storages (see ST_EMB_LIVE). */
-_Static_assert(ST_LOCAL_SIZE == 96, "a storage is 96 bytes");
+_Static_assert(ST_LOCAL_SIZE == 32, "a storage is 32 bytes");
+
+/* The index of a storage that has none yet: one empty slot, never
+ * written (a probe misses; the first insert grows a table first). */
+union st_empty_tab {
+	struct st_tab t;
+	char bytes[sizeof(struct st_tab) + sizeof(struct st_slot)];
+};
+extern union st_empty_tab st_empty;
+#define ST_EMPTY_TAB (&st_empty.t)
+
+static inline struct rcu_head *st_local_bare_rcu(struct st_local *l)
+{
+	return (struct rcu_head *)(void *)((char *)l + ST_LOCAL_SIZE);
+}
+
+static inline struct st_tab *st_local_bare_tab(struct st_local *l)
+{
+	return (struct st_tab *)(void *)((char *)l + ST_LOCAL_SIZE + sizeof(struct rcu_head));
+}
+
+/* t, a table of l, is a separately allocated one (a st_xtab's). */
+static inline bool st_tab_is_x(struct st_local *l, struct st_tab *t)
+{
+	return t != ST_EMPTY_TAB && (l->first || t != st_local_bare_tab(l));
+}
 _Static_assert(offsetof(struct st_elem, data) == 56, "element header");
-/* The inline lookup of storage.h reads the embedded element's key and value
- * at fixed offsets from the owner word. */
+/* The inline lookup (rqspin/static/storage.h) reads these structures
+ * through their public twins: each field it reads at the same offset, and
+ * the value right after the twin of the element header. The layout stamp
+ * (RQSPIN__STORAGE_LAYOUT) is computed from the twins, so these asserts
+ * also make the library's stamp describe its real layout. */
 _Static_assert(ST_OWNER_EMB == RQSPIN__STORAGE_EMB, "owner word tag");
-_Static_assert(offsetof(struct st_elem, map) == RQSPIN__STORAGE_EMB_KEY, "embedded key offset");
-_Static_assert(offsetof(struct st_elem, data) ==
-	       offsetof(struct st_elem, map) + sizeof(struct rqspin_storage_map *),
-	       "the value follows the key");
-/* ... and from there it reaches the storage's index, and probes its home
- * slot (struct rqspin__storage_index is this table's public twin). */
-_Static_assert(offsetof(struct st_elem, local) == RQSPIN__STORAGE_ELEM_LOCAL, "elem->local");
-_Static_assert(offsetof(struct st_local, tab) == RQSPIN__STORAGE_LOCAL_INDEX, "local->tab");
-_Static_assert(offsetof(struct st_elem, data) == RQSPIN__STORAGE_VALUE, "value offset");
+_Static_assert(offsetof(struct st_elem, local) == offsetof(struct rqspin__storage_elem, local) &&
+	       offsetof(struct st_elem, map) == offsetof(struct rqspin__storage_elem, key) &&
+	       offsetof(struct st_elem, data) == sizeof(struct rqspin__storage_elem),
+	       "element layout");
+_Static_assert(offsetof(struct st_local, tab) == offsetof(struct rqspin__storage_local, index),
+	       "storage layout");
 _Static_assert(offsetof(struct st_tab, seq) == offsetof(struct rqspin__storage_index, seq) &&
 	       offsetof(struct st_tab, mask) == offsetof(struct rqspin__storage_index, mask) &&
 	       offsetof(struct st_tab, slot) == sizeof(struct rqspin__storage_index),
@@ -252,7 +305,9 @@ struct rqspin_storage_map {
 
 #define ST_KEY_ID_BITS 16
 _Static_assert(RQSPIN_STORAGE_MAX_MAPS <= (1u << ST_KEY_ID_BITS), "ids fit the key");
-_Static_assert(offsetof(struct rqspin_storage_map, key) == 0, "the inline lookup reads the key");
+_Static_assert(offsetof(struct rqspin_storage_map, key) ==
+		       offsetof(struct rqspin__storage_map_head, key),
+	       "the inline lookup reads the key");
 
 static inline struct st_bucket *st_bucket_of(const struct rqspin_storage_map *m,
 					     const struct st_local *l)
@@ -318,8 +373,10 @@ static inline void st_read_unlock(void)
 /* Free after a grace period (call_rcu on the pre-started worker: lock-free
  * and async-signal-safe; the caller is registered and in a read section). */
 void rqs_st_free_elem_rcu(struct st_elem *e);
+/* (With its grown tables, and its first element.) */
 void rqs_st_free_local_rcu(struct st_local *l);
-void rqs_st_free_xtab_rcu(struct st_xtab *x);
+/* Free a chain of grown tables now (a storage's, after its grace period). */
+void st_free_xtab_chain(struct st_xtab *x);
 /* Free an element that was never published (never an embedded one). */
 void rqs_st_free_elem_now(struct st_elem *e);
 /* The embedded element of l is unlinked on both sides. */
@@ -421,15 +478,35 @@ static inline struct st_tab *st_local_tab(struct st_local *l)
 	return atomic_load_explicit(&l->tab, memory_order_acquire);
 }
 
-/* Make room for one more element: 0 or -ENOMEM. */
+/* The owner's element of m, under the storage's lock: its first element,
+ * or the index's. */
+static inline struct st_elem *st_find_locked(struct st_local *l,
+					     const struct rqspin_storage_map *m)
+{
+	struct st_elem *f = l->first;
+
+	/* relaxed: FIRST_IN changes under the lock we hold; a first element
+	 * whose map side is done (map NULL) is no map's value any more. */
+	if (f && (atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_FIRST_IN) &&
+	    atomic_load_explicit(&f->map, memory_order_relaxed) == m)
+		return f;
+	return st_tab_find_locked(atomic_load_explicit(&l->tab, memory_order_relaxed), m->key);
+}
+
+/* Make room in the index for one more element: 0 or -ENOMEM. */
 int rqs_st_tab_reserve(struct st_local *l);
 /* Put e (of the map whose key is key) in the index; room was reserved. */
 void rqs_st_tab_insert(struct st_local *l, struct st_elem *e, uint64_t key);
 /* Take e out of the index. hint: the map e belonged to, or NULL. */
 void rqs_st_tab_remove(struct st_local *l, struct st_elem *e,
 			     const struct rqspin_storage_map *hint);
-/* Empty the index of a storage whose elements were all unlinked, and free
- * its grown tables after a grace period (the storage's cleanup). */
+/* The storage side of e: link it (the first element: FIRST_IN; another:
+ * into the index, room reserved) or unlink it. Under the storage's lock. */
+void st_storage_insert(struct st_local *l, struct st_elem *e, uint64_t key);
+void st_storage_remove(struct st_local *l, struct st_elem *e,
+				 const struct rqspin_storage_map *hint);
+/* Empty the index of a storage whose elements were all unlinked (the
+ * storage's cleanup; its grown tables are freed with it). */
 void rqs_st_tab_release_all(struct st_local *l);
 
 /* ---- storage side / map side (unlink.c) ----------------------------------- */

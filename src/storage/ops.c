@@ -40,7 +40,7 @@ static struct st_elem *lookup_locked(struct rqspin_storage_map *m, struct st_loc
 		return NULL;
 	}
 	if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE))
-		e = st_tab_find_locked(atomic_load_explicit(&l->tab, memory_order_relaxed), m->key);
+		e = st_find_locked(l, m);
 	rqs_st_local_unlock(l);
 	return e;
 }
@@ -150,7 +150,9 @@ static struct st_local *local_alloc(struct rqspin_storage_owner *owner,
 				    struct st_elem **emb)
 {
 	bool embed = !(m->flags & RQSPIN_STORAGE_MAP_F_MALLOC) && m->elem_size <= ST_EMBED_MAX;
-	struct st_local *l = rqspin_malloc_nolock(ST_LOCAL_SIZE, 0);
+	/* Without a first element the storage carries its own rcu_head and
+	 * an inline table (ST_LOCAL_SIZE_BARE). */
+	struct st_local *l = rqspin_malloc_nolock(embed ? ST_LOCAL_SIZE : ST_LOCAL_SIZE_BARE, 0);
 	struct st_elem *e = NULL;
 
 	*emb = NULL;
@@ -168,15 +170,22 @@ static struct st_local *local_alloc(struct rqspin_storage_owner *owner,
 	atomic_store_explicit(&l->flags, embed ? ST_EMB_LIVE : 0, memory_order_relaxed);
 	atomic_store_explicit(&l->owner, owner, memory_order_relaxed);
 	l->first = e;
-	atomic_store_explicit(&l->itab.seq, 0, memory_order_relaxed);
-	l->itab.mask = ST_INLINE_SLOTS - 1;
-	l->itab.live = 0;
-	l->itab.reserved = 0;
-	for (unsigned i = 0; i < ST_INLINE_SLOTS; i++) {
-		atomic_store_explicit(&l->itab.slot[i].key, 0, memory_order_relaxed);
-		atomic_store_explicit(&l->itab.slot[i].elem, NULL, memory_order_relaxed);
+	if (e) {
+		/* No index until a second value comes. */
+		atomic_store_explicit(&l->tab, ST_EMPTY_TAB, memory_order_relaxed);
+	} else {
+		struct st_tab *t = st_local_bare_tab(l);
+
+		atomic_store_explicit(&t->seq, 0, memory_order_relaxed);
+		t->mask = ST_BARE_SLOTS - 1;
+		t->live = 0;
+		t->reserved = 0;
+		for (unsigned i = 0; i < ST_BARE_SLOTS; i++) {
+			atomic_store_explicit(&t->slot[i].key, 0, memory_order_relaxed);
+			atomic_store_explicit(&t->slot[i].elem, NULL, memory_order_relaxed);
+		}
+		atomic_store_explicit(&l->tab, t, memory_order_relaxed);
 	}
-	atomic_store_explicit(&l->tab, &l->itab, memory_order_relaxed);
 	if (e) {
 		elem_init(e, m, init, ST_EMBEDDED);
 		/* Before publication: the owner word will point at e, and
@@ -277,9 +286,9 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 		ret = -EIDRM; /* gone: destroyed since we read the owner word */
 		found = NULL;
 		if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE)) {
-			found = st_tab_find_locked(
-				atomic_load_explicit(&l->tab, memory_order_relaxed), m->key);
-			ret = found ? 0 : rqs_st_tab_reserve(l);
+			found = st_find_locked(l, m);
+			/* (The first element needs no room in the index.) */
+			ret = found || ne == l->first ? 0 : rqs_st_tab_reserve(l);
 		}
 		if (ret == 0 && !found) {
 			/* (A first element got it before publication, and
@@ -295,7 +304,7 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 			 * (embedded) or is published by the slot's release
 			 * store below (separate). */
 			atomic_store_explicit(&ne->map, m, memory_order_relaxed);
-			rqs_st_tab_insert(l, ne, m->key);
+			st_storage_insert(l, ne, m->key);
 			inserted = true;
 		} else if (ne != e) {
 			rqs_st_release_embedded(l); /* never linked; not CLEANED yet */
@@ -462,8 +471,10 @@ RQSPIN_API int rqspin_storage_delete(struct rqspin_storage_map *map,
 		return -EINVAL;
 	st_read_lock();
 	l = owner_local(owner);
-	/* Absent: answer without locking (ST_RETRY: find out under the lock). */
-	if (!l || !st_tab_probe(st_local_tab(l), map->key))
+	/* Absent: answer without locking (ST_RETRY: find out under the lock).
+	 * relaxed: a stale first-element map only costs the lock. */
+	if (!l || ((!l->first || atomic_load_explicit(&l->first->map, memory_order_relaxed) != map) &&
+		   !st_tab_probe(st_local_tab(l), map->key)))
 		goto out;
 	ret = rqspin_lock(&l->lock);
 	if (!st_lock_ok(ret))
@@ -471,15 +482,14 @@ RQSPIN_API int rqspin_storage_delete(struct rqspin_storage_map *map,
 	ret = -ENOENT;
 	e = NULL;
 	if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE))
-		e = st_tab_find_locked(atomic_load_explicit(&l->tab, memory_order_relaxed),
-				       map->key);
+		e = st_find_locked(l, map);
 	if (e) {
 		b = st_bucket_of(map, l);
 		ret = rqspin_lock(&b->lock);
 		if (st_lock_ok(ret)) {
 			rqs_st_unlink_map_locked(e);
 			rqs_st_bucket_unlock(b);
-			rqs_st_tab_remove(l, e, map);
+			st_storage_remove(l, e, map);
 			/* acq_rel: see rqs_st_unlink_map_locked. We did both sides. */
 			state = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED,
 							 memory_order_acq_rel);

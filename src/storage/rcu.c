@@ -81,29 +81,43 @@ static void elem_free_cb(struct rcu_head *h)
 	rqs_st_free_elem_now(e);
 }
 
-static void local_free_cb(struct rcu_head *h)
+void st_free_xtab_chain(struct st_xtab *x)
 {
-	struct st_local *l = caa_container_of(h, struct st_local, rcu);
-
-	ST_TSAN_ACQUIRE_GP();
-	/* The first element goes with its storage (see ST_EMB_LIVE). */
-	if (l->first)
-		rqspin_free_nolock(l->first);
-	rqspin_free_nolock(l);
-}
-
-static void xtab_free_cb(struct rcu_head *h)
-{
-	struct st_xtab *x = caa_container_of(h, struct st_xtab, rcu);
-
-	ST_TSAN_ACQUIRE_GP();
-	/* With the tables it replaced (see struct st_xtab). */
+	/* The current table, then those it replaced (see struct st_xtab). */
 	while (x) {
 		struct st_xtab *older = x->older;
 
 		rqspin_free_nolock(x);
 		x = older;
 	}
+}
+
+static void local_free(struct st_local *l)
+{
+	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
+
+	if (st_tab_is_x(l, t))
+		st_free_xtab_chain(caa_container_of(t, struct st_xtab, t));
+	/* The first element goes with its storage (see ST_EMB_LIVE). */
+	if (l->first)
+		rqspin_free_nolock(l->first);
+	rqspin_free_nolock(l);
+}
+
+/* A storage with a first element: the callback gets that element's head. */
+static void local_free_first_cb(struct rcu_head *h)
+{
+	struct st_elem *e = caa_container_of(h, struct st_elem, rcu);
+
+	ST_TSAN_ACQUIRE_GP();
+	local_free(e->local);
+}
+
+/* A storage without one: its head follows the inline slots. */
+static void local_free_bare_cb(struct rcu_head *h)
+{
+	ST_TSAN_ACQUIRE_GP();
+	local_free((struct st_local *)(void *)((char *)h - ST_LOCAL_SIZE));
 }
 
 void rqs_st_free_elem_now(struct st_elem *e)
@@ -137,13 +151,10 @@ void rqs_st_free_elem_rcu(struct st_elem *e)
 void rqs_st_free_local_rcu(struct st_local *l)
 {
 	ST_TSAN_RELEASE_GP();
-	urcu_bp_call_rcu(&l->rcu, local_free_cb);
-}
-
-void rqs_st_free_xtab_rcu(struct st_xtab *x)
-{
-	ST_TSAN_RELEASE_GP();
-	urcu_bp_call_rcu(&x->rcu, xtab_free_cb);
+	if (l->first)
+		urcu_bp_call_rcu(&l->first->rcu, local_free_first_cb);
+	else
+		urcu_bp_call_rcu(st_local_bare_rcu(l), local_free_bare_cb);
 }
 
 /* ---- public ------------------------------------------------------------- */

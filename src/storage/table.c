@@ -17,11 +17,11 @@
 
 #include "storage/internal.h"
 
-/* Elements a table of cap slots may hold: full for the tiny tables (a
- * probe is at most 4 slots), 3/4 otherwise. */
+/* Elements a table of cap slots may hold: full for the small tables (a
+ * probe reads at most 8 slots, two cache lines), 3/4 otherwise. */
 static inline uint32_t tab_limit(uint32_t cap)
 {
-	return cap <= 4 ? cap : cap - cap / 4;
+	return cap <= ST_TAB_FULL_CAP ? cap : cap - cap / 4;
 }
 
 static void tab_write_begin(struct st_tab *t)
@@ -134,16 +134,16 @@ static void tab_fill(struct st_tab *t, struct st_tab *old)
 
 static struct st_xtab *xtab_of(struct st_local *l, struct st_tab *t)
 {
-	return t == &l->itab ? NULL : caa_container_of(t, struct st_xtab, t);
+	return st_tab_is_x(l, t) ? caa_container_of(t, struct st_xtab, t) : NULL;
 }
 
 int rqs_st_tab_reserve(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
-	uint32_t cap = (t->mask + 1) * 2;
+	uint32_t cap = t == ST_EMPTY_TAB ? ST_TAB_FIRST_CAP : (t->mask + 1) * 2;
 	struct st_xtab *x;
 
-	if (t->live < tab_limit(t->mask + 1))
+	if (t != ST_EMPTY_TAB && t->live < tab_limit(t->mask + 1))
 		return 0;
 	if (cap > ST_TAB_MAX_CAP)
 		return -ENOMEM; /* 49152 elements per owner: cannot happen with the map limit */
@@ -185,17 +185,36 @@ void rqs_st_tab_remove(struct st_local *l, struct st_elem *e, const struct rqspi
 	}
 }
 
+void st_storage_insert(struct st_local *l, struct st_elem *e, uint64_t key)
+{
+	if (e == l->first)
+		/* relaxed: read only under the storage's lock, which we hold;
+		 * lock-free readers go by e->map. */
+		atomic_fetch_or_explicit(&l->flags, ST_FIRST_IN, memory_order_relaxed);
+	else
+		rqs_st_tab_insert(l, e, key);
+}
+
+void st_storage_remove(struct st_local *l, struct st_elem *e, const struct rqspin_storage_map *hint)
+{
+	if (e == l->first)
+		atomic_fetch_and_explicit(&l->flags, ~ST_FIRST_IN, memory_order_relaxed);
+	else
+		rqs_st_tab_remove(l, e, hint);
+}
+
 void rqs_st_tab_release_all(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
-	struct st_xtab *x = xtab_of(l, t);
+
+	if (t == ST_EMPTY_TAB)
+		return;
 
 	tab_write_begin(t);
 	for (uint32_t i = 0; i <= t->mask; i++)
 		tab_set(t, i, 0, NULL);
 	t->live = 0;
 	tab_write_end(t);
-	/* The grown tables go with the storage (after a grace period). */
-	if (x)
-		rqs_st_free_xtab_rcu(x);
+	/* The grown tables stay until the storage's deferred free, which
+	 * frees them with it. */
 }

@@ -30,13 +30,14 @@
  */
 #include "storage/internal.h"
 
+union st_empty_tab st_empty;
+
 /* The tombstone (see internal.h): flags say "gone and cleaned" to anyone
- * who looks; its index is the inline one, empty, seq 0 for good. */
+ * who looks; its index is the shared empty one. */
 union st_dead_local rqs_st_dead = {
 	.l = {
 		.flags = ST_GONE | ST_CLEANED,
-		.tab = &rqs_st_dead.l.itab,
-		.itab = { .mask = ST_INLINE_SLOTS - 1 },
+		.tab = ST_EMPTY_TAB,
 	},
 };
 
@@ -140,47 +141,57 @@ static __attribute__((noinline, cold)) void bucket_ask_sweep(struct st_bucket *b
 	}
 }
 
+/* The storage is gone and locked by us: unlink e, one of its elements
+ * (the storage side now, the map side now or by the bucket's holder). */
+static void cleanup_elem(struct st_local *l, struct st_elem *e)
+{
+	struct rqspin_storage_map *m;
+	struct st_bucket *b;
+	uint32_t st;
+
+	/* Read before the storage side is marked: from then on a
+	 * map_destroy may unlink and free e (after a grace period;
+	 * we are in a read section, and so is the map, which
+	 * map_destroy frees after one too). NULL: the map side is
+	 * being unlinked, and its unlinker frees e. */
+	m = atomic_load_explicit(&e->map, memory_order_relaxed);
+	/* acq_rel: see rqs_st_unlink_map_locked. The slot itself is
+	 * emptied below; until then only this lock holder reads it
+	 * (a probe of a gone storage comes from a caller racing the
+	 * owner's destruction, or a handler that destroyed it). */
+	st = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED, memory_order_acq_rel);
+	if (st & ST_MAP_UNLINKED) {
+		rqs_st_free_elem_rcu(e);
+		return;
+	}
+	if (!m)
+		return;
+	b = st_bucket_of(m, l);
+	/* Tried once: owner destruction never waits. */
+	if (rqspin_trylock(&b->lock)) {
+		if (!(atomic_load_explicit(&e->state, memory_order_relaxed) & ST_MAP_UNLINKED)) {
+			rqs_st_unlink_map_locked(e);
+			rqs_st_free_elem_rcu(e); /* both sides done, by us */
+		}
+		rqs_st_bucket_unlock(b);
+	} else {
+		bucket_ask_sweep(b);
+	}
+}
+
 /* The storage is gone and locked by us: unlink everything. */
 static void local_cleanup(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
 
+	/* relaxed: FIRST_IN changes under the lock we hold. */
+	if (atomic_fetch_and_explicit(&l->flags, ~ST_FIRST_IN, memory_order_relaxed) & ST_FIRST_IN)
+		cleanup_elem(l, l->first);
 	for (uint32_t i = 0; i <= t->mask; i++) {
 		struct st_elem *e = atomic_load_explicit(&t->slot[i].elem, memory_order_relaxed);
-		struct rqspin_storage_map *m;
-		struct st_bucket *b;
-		uint32_t st;
 
-		if (!e)
-			continue;
-		/* Read before the storage side is marked: from then on a
-		 * map_destroy may unlink and free e (after a grace period;
-		 * we are in a read section, and so is the map, which
-		 * map_destroy frees after one too). NULL: the map side is
-		 * being unlinked, and its unlinker frees e. */
-		m = atomic_load_explicit(&e->map, memory_order_relaxed);
-		/* acq_rel: see rqs_st_unlink_map_locked. The slot itself is
-		 * emptied below; until then only this lock holder reads it
-		 * (a probe of a gone storage comes from a caller racing the
-		 * owner's destruction, or a handler that destroyed it). */
-		st = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED, memory_order_acq_rel);
-		if (st & ST_MAP_UNLINKED) {
-			rqs_st_free_elem_rcu(e);
-			continue;
-		}
-		if (!m)
-			continue;
-		b = st_bucket_of(m, l);
-		/* Tried once: owner destruction never waits. */
-		if (rqspin_trylock(&b->lock)) {
-			if (!(atomic_load_explicit(&e->state, memory_order_relaxed) & ST_MAP_UNLINKED)) {
-				rqs_st_unlink_map_locked(e);
-				rqs_st_free_elem_rcu(e); /* both sides done, by us */
-			}
-			rqs_st_bucket_unlock(b);
-		} else {
-			bucket_ask_sweep(b);
-		}
+		if (e)
+			cleanup_elem(l, e);
 	}
 	rqs_st_tab_release_all(l);
 }
