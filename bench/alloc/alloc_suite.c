@@ -181,8 +181,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	cfg.repeats = DEF_REPEATS;
 	for (size_t g = 0; g < NGROUPS; g++)
 		cfg.want[g] = true;
-	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
-	return n < max ? n : max;
+	return cli_opts_copy(opts, max, o, n);
 }
 
 static bool test_wanted(const struct alloc_test *t)

@@ -1134,14 +1134,8 @@ static int dl_json(const char *path, const struct dl_results *r)
 	json_begin_object(&j, "config");
 	json_uint(&j, "trials", c->trials);
 	json_uint(&j, "timeout_trials", c->timeout_trials);
-	json_begin_array(&j, "timeouts_ms");
-	for (size_t i = 0; i < c->ntimeouts; i++)
-		json_uint(&j, NULL, c->timeouts_ms[i]);
-	json_end_array(&j);
-	json_begin_array(&j, "registered");
-	for (size_t i = 0; i < c->nregistered; i++)
-		json_uint(&j, NULL, c->registered[i]);
-	json_end_array(&j);
+	json_uint_array(&j, "timeouts_ms", c->timeouts_ms, c->ntimeouts);
+	json_uint_array(&j, "registered", c->registered, c->nregistered);
 	json_end_object(&j);
 	json_double(&j, "wall_seconds", r->wall_s);
 	json_begin_array(&j, "scenarios");
@@ -1576,8 +1570,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	parse_timeouts(DEF_TIMEOUTS, &cfg);
 	parse_registered(DEF_REGISTERED, &cfg);
 	set_trials = set_tt = false;
-	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
-	return n < max ? n : max;
+	return cli_opts_copy(opts, max, o, n);
 }
 
 static bool prepare(const struct bench_opts *bo)

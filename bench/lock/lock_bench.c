@@ -145,8 +145,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	cfg.stall_timeout_ms = DEF_STALL_MS;
 	set_dur = set_rep = set_unc = false;
 	baseline_name = NULL;
-	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
-	return n < max ? n : max;
+	return cli_opts_copy(opts, max, o, n);
 }
 
 static bool prepare(const struct bench_opts *bo)

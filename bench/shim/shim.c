@@ -391,9 +391,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	cfg.pair_iters = 2000000;
 	cfg.worker = RQSPIN_SHIM_WORKER;
 	cfg.shim = RQSPIN_SHIM_LIB;
-	for (size_t i = 0; i < n && i < max; i++)
-		opts[i] = o[i];
-	return n < max ? n : max;
+	return cli_opts_copy(opts, max, o, n);
 }
 
 static bool usable(const char *what, const char *path, int mode)

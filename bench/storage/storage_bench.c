@@ -863,8 +863,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	cfg.reps = 3;
 	reps_given = false;
 	wall_clock = false;
-	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
-	return n < max ? n : max;
+	return cli_opts_copy(opts, max, o, n);
 }
 
 static bool prepare(const struct bench_opts *bo)

@@ -585,14 +585,8 @@ static int tt_json(const char *path, const struct tt_results *r)
 	bench_json_begin(&j, f, "torture", c->o, &r->sys, &r->load);
 	json_begin_object(&j, "config");
 	json_string(&j, "mode", tt_mode_name[c->mode]);
-	json_begin_array(&j, "locks");
-	for (size_t i = 0; i < c->nlocks; i++)
-		json_string(&j, NULL, c->locks[i]->name);
-	json_end_array(&j);
-	json_begin_array(&j, "threads");
-	for (size_t i = 0; i < c->nthreads; i++)
-		json_uint(&j, NULL, c->threads[i]);
-	json_end_array(&j);
+	lock_peers_json(&j, "locks", c->locks, c->nlocks);
+	json_uint_array(&j, "threads", c->threads, c->nthreads);
 	json_uint(&j, "duration_ms", c->duration_ms);
 	json_uint(&j, "hold_us", c->hold_us);
 	json_uint(&j, "long_hold_us", c->long_hold_us);
@@ -974,8 +968,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	cfg.timer_us = DEF_TIMER_US;
 	cfg.stall_timeout_ms = DEF_STALL_MS;
 	set_dur = set_hold = set_think = set_locks = false;
-	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
-	return n < max ? n : max;
+	return cli_opts_copy(opts, max, o, n);
 }
 
 static bool prepare(const struct bench_opts *bo)
