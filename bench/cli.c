@@ -201,3 +201,11 @@ void cli_usage_hint(const char *sub)
 	fprintf(stderr, "usage: %s %s [options]\nTry '%s %s --help'.\n", cli_prog, sub, cli_prog,
 		sub);
 }
+
+size_t cli_opts_copy(struct cli_opt *opts, size_t max, const struct cli_opt *table, size_t n)
+{
+	if (n > max)
+		n = max;
+	memcpy(opts, table, n * sizeof(*table));
+	return n;
+}

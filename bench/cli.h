@@ -59,6 +59,10 @@ struct cli_opt {
 int cli_parse_options(const char *sub, int argc, char **argv, const struct cli_opt *opts,
 		      size_t nopts, bool *help);
 
+/* A suite's table of n options into opts[0..max) (the descriptor's
+ * options()): returns how many it copied. */
+size_t cli_opts_copy(struct cli_opt *opts, size_t max, const struct cli_opt *table, size_t n);
+
 /* After a bad argument: "usage: prog sub [options]" and where help is. */
 void cli_usage_hint(const char *sub);
 

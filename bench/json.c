@@ -131,3 +131,11 @@ void json_bool(struct json *j, const char *key, bool v)
 	member(j, key);
 	fputs(v ? "true" : "false", j->f);
 }
+
+void json_uint_array(struct json *j, const char *key, const unsigned *v, size_t n)
+{
+	json_begin_array(j, key);
+	for (size_t i = 0; i < n; i++)
+		json_uint(j, NULL, v[i]);
+	json_end_array(j);
+}

@@ -4,6 +4,7 @@
 #define BENCH_JSON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -25,5 +26,7 @@ void json_string(struct json *j, const char *key, const char *s); /* NULL: null 
 void json_double(struct json *j, const char *key, double v);       /* NaN/inf: null */
 void json_uint(struct json *j, const char *key, uint64_t v);
 void json_bool(struct json *j, const char *key, bool v);
+/* An array of n unsigned integers. */
+void json_uint_array(struct json *j, const char *key, const unsigned *v, size_t n);
 
 #endif

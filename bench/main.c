@@ -32,7 +32,8 @@ static void usage(FILE *f)
 	fprintf(f, "  %-9s %s\n", "all",
 		"the default suite: the runs of every suite, with PASS/FAIL verdicts");
 	fprintf(f, "\nExamples:\n"
-		   "  %s all --json out.json        default suite (~100 s on 2 cores)\n"
+		   "  %s all --json out.json        default suite (~3 min on an idle 2-core\n"
+		   "                                          machine; more on a busy one)\n"
 		   "  %s all --quick                smoke test (~30 s)\n"
 		   "  %s lock --locks qspin,pthread_spin --threads 1,2 --json out.json\n"
 		   "  %s lock --think 0 --background-load cpus\n"

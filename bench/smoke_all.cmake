@@ -1,8 +1,11 @@
 cmake_minimum_required(VERSION 3.25)
 # Run `rqspin-bench all ARGS` and check that its verdict count includes
 # every run named in RUNS (a ;-list of tags), each with at least one
-# verdict, and that the total is their sum.
-execute_process(COMMAND ${BENCH} all ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+# verdict, and that the total is their sum; and that the progress on
+# stderr has the estimate, the time left after the steps of every run and
+# between runs, and the time taken against the estimate.
+execute_process(COMMAND ${BENCH} all ${ARGS} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+  ERROR_VARIABLE err)
 list(JOIN ARGS " " shown)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "rqspin-bench all ${shown} exited with ${rc}\n${out}")
@@ -25,4 +28,20 @@ endforeach()
 if(NOT sum EQUAL total)
   message(FATAL_ERROR "the total (${total}) is not the sum of the runs (${sum})")
 endif()
+list(LENGTH RUNS nruns)
+foreach(pattern "all: ${nruns} runs, about [0-9]+ s\n"
+                "all: run 2 of ${nruns}, [0-9]+ s so far, ~[0-9]+ s left\n"
+                "all: took [0-9]+ s \\(estimated [0-9]+ s\\)\n")
+  if(NOT err MATCHES "${pattern}")
+    message(FATAL_ERROR "no '${pattern}' in the progress:\n${err}")
+  endif()
+endforeach()
+foreach(tag ${RUNS})
+  if(NOT err MATCHES "all/${tag}: about [0-9]+ s\n[^\n]*\\([0-9]+ s, ~[0-9]+ s left\\)\n")
+    message(FATAL_ERROR "run ${tag}: no time left after its first step:\n${err}")
+  endif()
+  if(NOT err MATCHES "all/${tag}: took [0-9]+ s \\(estimated [0-9]+ s\\)")
+    message(FATAL_ERROR "run ${tag}: no time taken against the estimate:\n${err}")
+  endif()
+endforeach()
 message(STATUS "rqspin-bench all ${shown}: ${total} verdicts, runs ${RUNS} counted")

@@ -59,7 +59,10 @@ struct bench_suite {
 	/* After parsing, before anything runs: checks combinations, applies
 	 * --quick. false after saying what is wrong (exit status 2). */
 	bool (*prepare)(const struct bench_opts *o);
-	/* Seconds the run will take (progress). */
+	/* Seconds the run will take on an idle 2-core machine: the sum of the
+	 * model's seconds that run then reports step by step with
+	 * progress_step (progress.h), which rescales the time left by the
+	 * pace so far. */
 	double (*estimate_s)(const struct bench_opts *o);
 	/* Measures, prints the text report, adds the verdicts to *v and
 	 * writes the files o names (JSON framed by bench_json_begin / _end).

@@ -35,6 +35,7 @@
 #include "cli.h"
 #include "output.h"
 #include "plot.h"
+#include "progress.h"
 #include "stats.h"
 #include "suite.h"
 
@@ -60,25 +61,27 @@ struct alloc_test {
 	unsigned value;     /* which figure of the child's RESULT line */
 	enum judge judge;
 	bool rqspin_only;
-	double cost_s[2];   /* one child's run time, full and quick (the estimate; measured
-			     * on the shared 2-core reference machine, process start included) */
+	double cost_s[2];   /* one child's run time, full and quick (the model of the run
+			     * time, progress.h: the child's CPU time on the 2-core
+			     * reference machine, process start included, threads
+			     * sharing the 2 cores) */
 };
 
 static const struct alloc_test tests[] = {
-	{ "pairs", "pairs16", "pairs 16 B", "ns/pair", 0, J_PAIRS, false, { 0.4, 0.15 } },
-	{ "pairs", "pairs64", "pairs 64 B", "ns/pair", 0, J_PAIRS, false, { 0.4, 0.15 } },
-	{ "pairs", "pairs256", "pairs 256 B", "ns/pair", 0, J_PAIRS, false, { 0.4, 0.15 } },
-	{ "pairs", "pairs1024", "pairs 1024 B", "ns/pair", 0, J_PAIRS, false, { 0.5, 0.2 } },
-	{ "pairs", "pairs4096", "pairs 4096 B", "ns/pair", 0, J_PAIRS, false, { 0.6, 0.25 } },
-	{ "xthread", "xthread", "xthread", "cpu-ns/obj", 0, J_BEST, false, { 2.5, 0.8 } },
+	{ "pairs", "pairs16", "pairs 16 B", "ns/pair", 0, J_PAIRS, false, { 0.2, 0.08 } },
+	{ "pairs", "pairs64", "pairs 64 B", "ns/pair", 0, J_PAIRS, false, { 0.2, 0.08 } },
+	{ "pairs", "pairs256", "pairs 256 B", "ns/pair", 0, J_PAIRS, false, { 0.2, 0.08 } },
+	{ "pairs", "pairs1024", "pairs 1024 B", "ns/pair", 0, J_PAIRS, false, { 0.2, 0.08 } },
+	{ "pairs", "pairs4096", "pairs 4096 B", "ns/pair", 0, J_PAIRS, false, { 0.25, 0.1 } },
+	{ "xthread", "xthread", "xthread", "cpu-ns/obj", 0, J_BEST, false, { 0.4, 0.2 } },
 	{ "xthread", "xthread", "xthread, waiting included", "cpu-ns/obj", 1, J_NONE, false,
 	  { 0, 0 } },
 	{ "xmalloc", "xmalloc", "xmalloc (4-thread ring)", "cpu-ns/obj", 0, J_BEST, false,
-	  { 2.0, 0.6 } },
-	{ "larson", "larson", "larson (4 threads)", "cpu-ns/op", 0, J_BEST, false, { 2.2, 0.7 } },
-	{ "churn", "churn", "churn (4 threads)", "cpu-ns/op", 0, J_BEST, false, { 2.2, 0.55 } },
+	  { 0.5, 0.25 } },
+	{ "larson", "larson", "larson (4 threads)", "cpu-ns/op", 0, J_BEST, false, { 0.6, 0.3 } },
+	{ "churn", "churn", "churn (4 threads)", "cpu-ns/op", 0, J_BEST, false, { 0.35, 0.2 } },
 	{ "churn", "churn", "churn peak RSS", "MiB", 1, J_NONE, false, { 0, 0 } },
-	{ "signal", "signal", "in a signal handler", "ns/pair", 0, J_NONE, true, { 1.5, 0.5 } },
+	{ "signal", "signal", "in a signal handler", "ns/pair", 0, J_NONE, true, { 1.5, 0.4 } },
 	{ "signal", "signal", "timer run: handlers", "count", 2, J_NONE, true, { 0, 0 } },
 	{ "signal", "signal", "timer run: nested allocs", "count", 1, J_NONE, true, { 0, 0 } },
 };
@@ -178,8 +181,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	cfg.repeats = DEF_REPEATS;
 	for (size_t g = 0; g < NGROUPS; g++)
 		cfg.want[g] = true;
-	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
-	return n < max ? n : max;
+	return cli_opts_copy(opts, max, o, n);
 }
 
 static bool test_wanted(const struct alloc_test *t)
@@ -248,13 +250,40 @@ static bool prepare(const struct bench_opts *bo)
 	return true;
 }
 
+/* Whether peer p can run here (run says why not). */
+static bool peer_usable(enum alloc_peer p)
+{
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+	/* The sanitizer's runtime owns malloc: another one preloaded under it
+	 * hangs or crashes the child. */
+	if (peer_lib[p])
+		return false;
+#endif
+	return find_lib(p);
+}
+
+/* The model of the run time (progress.h): test t's child for every peer
+ * that runs it (have: the usable peers). */
+static double test_cost_s(const struct alloc_test *t, const bool have[ALLOC_NPEERS])
+{
+	unsigned n = 0;
+
+	for (int p = 0; p < ALLOC_NPEERS; p++)
+		n += have[p] && (!t->rqspin_only || p == P_RQSPIN);
+	return t->cost_s[cfg.o->quick] * n;
+}
+
 static double estimate_s(const struct bench_opts *bo)
 {
+	bool have[ALLOC_NPEERS];
 	double s = 0;
 
+	(void)bo;
+	for (int p = 0; p < ALLOC_NPEERS; p++)
+		have[p] = peer_usable((enum alloc_peer)p);
 	for (size_t t = 0; t < NTESTS; t++)
 		if (test_wanted(&tests[t]))
-			s += tests[t].cost_s[bo->quick] * (tests[t].rqspin_only ? 1 : ALLOC_NPEERS);
+			s += test_cost_s(&tests[t], have);
 	return s * cfg.repeats;
 }
 
@@ -339,7 +368,7 @@ static void run_repeat(unsigned rep)
 			else
 				cli_progress(cfg.o->quiet, " %s failed", alloc_peer_name[p]);
 		}
-		cli_progress(cfg.o->quiet, "\n");
+		progress_step(cfg.o->quiet, test_cost_s(x, cfg.have));
 	}
 }
 
@@ -601,16 +630,13 @@ static int run(const struct bench_opts *bo, struct verdict_list *v)
 			for (unsigned r = 0; r < MAX_REPEATS; r++)
 				res[t][p][r] = NAN;
 	for (int p = 0; p < ALLOC_NPEERS; p++) {
+		cfg.have[p] = peer_usable((enum alloc_peer)p);
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-		/* The sanitizer's runtime owns malloc: another one preloaded
-		 * under it hangs or crashes the child. */
-		if (peer_lib[p]) {
-			cfg.have[p] = false;
+		if (!cfg.have[p]) {
 			cli_error("alloc: %s left out in a sanitizer build", alloc_peer_name[p]);
 			continue;
 		}
 #endif
-		cfg.have[p] = find_lib((enum alloc_peer)p);
 		if (!cfg.have[p])
 			cli_error("alloc: %s not found: %s left out",
 				  peer_lib[p] ? peer_lib[p] : "?", alloc_peer_name[p]);

@@ -52,6 +52,7 @@
 #include "cli.h"
 #include "deadlock.h"
 #include "output.h"
+#include "progress.h"
 
 #define DL_SIG SIGUSR2
 #define DL_HANG_S 60
@@ -1133,14 +1134,8 @@ static int dl_json(const char *path, const struct dl_results *r)
 	json_begin_object(&j, "config");
 	json_uint(&j, "trials", c->trials);
 	json_uint(&j, "timeout_trials", c->timeout_trials);
-	json_begin_array(&j, "timeouts_ms");
-	for (size_t i = 0; i < c->ntimeouts; i++)
-		json_uint(&j, NULL, c->timeouts_ms[i]);
-	json_end_array(&j);
-	json_begin_array(&j, "registered");
-	for (size_t i = 0; i < c->nregistered; i++)
-		json_uint(&j, NULL, c->registered[i]);
-	json_end_array(&j);
+	json_uint_array(&j, "timeouts_ms", c->timeouts_ms, c->ntimeouts);
+	json_uint_array(&j, "registered", c->registered, c->nregistered);
 	json_end_object(&j);
 	json_double(&j, "wall_seconds", r->wall_s);
 	json_begin_array(&j, "scenarios");
@@ -1271,6 +1266,33 @@ static struct dl_scen *scen_add(struct dl_results *r, enum dl_kind kind, const c
 	return s;
 }
 
+/*
+ * The model of the run time (progress.h), measured with --quick on the
+ * 2-core reference machine: an aa trial ~20 us; an abba or cycle3 trial
+ * ~0.3 ms (threads, barrier, sleeps); starting the registered threads
+ * ~110 us each, joining them as much again; a timeout trial T plus ~1 ms
+ * (the queue head's: 2T).
+ */
+static double aa_cost_s(const struct dl_config *c)
+{
+	return c->trials * 20e-6;
+}
+
+static double cycle_cost_s(const struct dl_config *c)
+{
+	return (c->trials + DL_REPORT_TRIALS) * 0.3e-3;
+}
+
+static double pool_cost_s(unsigned reg)
+{
+	return reg * 110e-6;
+}
+
+static double timeout_cost_s(const struct dl_config *c, unsigned ms)
+{
+	return c->timeout_trials * (ms + 1) / 1000.0;
+}
+
 /* abba and cycle3 with `reg` registered threads asleep. A size the
  * machine refuses is reported as skipped (scenarios without trials). */
 static void run_registered(struct dl_results *r, const struct dl_config *c, unsigned reg)
@@ -1283,9 +1305,10 @@ static void run_registered(struct dl_results *r, const struct dl_config *c, unsi
 	cli_progress(c->o->quiet, "[deadlock] %u registered threads: starting...", reg);
 	ok = reg_pool_start(&pool, reg);
 	if (ok)
-		cli_progress(c->o->quiet, " %.2f s\n", pool.setup_s);
+		cli_progress(c->o->quiet, " %.2f s", pool.setup_s);
 	else
-		cli_progress(c->o->quiet, " skipped: %s\n", pool.note);
+		cli_progress(c->o->quiet, " skipped: %s", pool.note);
+	progress_step(c->o->quiet, pool_cost_s(reg));
 	for (unsigned n = 2; n <= 3; n++) {
 		if (!(n == 2 ? c->run_abba : c->run_cycle))
 			continue;
@@ -1306,14 +1329,17 @@ static void run_registered(struct dl_results *r, const struct dl_config *c, unsi
 		cli_progress(c->o->quiet, "[deadlock] %s, %u threads, %u registered...",
 			     n == 2 ? "abba" : "A->B->C->A", n, reg);
 		run_cycle(s, n);
-		cli_progress(c->o->quiet, " done\n");
+		progress_step(c->o->quiet, cycle_cost_s(c));
 	}
 	if (ok) {
 		uint64_t t0 = bench_now_ns();
 
 		reg_pool_stop(&pool);
-		cli_progress(c->o->quiet, "[deadlock] %u registered threads: joined in %.2f s\n", reg,
+		cli_progress(c->o->quiet, "[deadlock] %u registered threads: joined in %.2f s", reg,
 			     (double)(bench_now_ns() - t0) / 1e9);
+		progress_step(c->o->quiet, pool_cost_s(reg));
+	} else {
+		progress_add(pool_cost_s(reg) + (c->run_abba + c->run_cycle) * cycle_cost_s(c));
 	}
 }
 
@@ -1339,7 +1365,7 @@ static int dl_execute(const struct dl_config *c, struct verdict_list *v)
 	if (c->run_aa && (s = scen_add(r, DL_AA, "aa-handler", c->trials, 0))) {
 		cli_progress(c->o->quiet, "[deadlock] aa in a signal handler...");
 		run_aa(s);
-		cli_progress(c->o->quiet, " done\n");
+		progress_step(c->o->quiet, aa_cost_s(c));
 	}
 	/* Ascending sizes: the registry's high water only grows, so each size
 	 * is measured with a registry about as large as itself. */
@@ -1353,7 +1379,7 @@ static int dl_execute(const struct dl_config *c, struct verdict_list *v)
 		cli_progress(c->o->quiet, "[deadlock] timeout %u ms (pending waiter), %u trials...",
 			 c->timeouts_ms[i], c->timeout_trials);
 		run_timeout(s);
-		cli_progress(c->o->quiet, " done\n");
+		progress_step(c->o->quiet, timeout_cost_s(c, c->timeouts_ms[i]));
 	}
 	if (c->run_head) {
 		unsigned ms = DEF_HEAD_MS;
@@ -1363,7 +1389,7 @@ static int dl_execute(const struct dl_config *c, struct verdict_list *v)
 			cli_progress(c->o->quiet, "[deadlock] timeout %u ms (queue head), %u trials...", ms,
 				 c->timeout_trials);
 			run_head(s);
-			cli_progress(c->o->quiet, " done\n");
+			progress_step(c->o->quiet, timeout_cost_s(c, 2 * ms));
 		}
 	}
 	r->wall_s = (double)(bench_now_ns() - start) / 1e9;
@@ -1544,8 +1570,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	parse_timeouts(DEF_TIMEOUTS, &cfg);
 	parse_registered(DEF_REGISTERED, &cfg);
 	set_trials = set_tt = false;
-	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
-	return n < max ? n : max;
+	return cli_opts_copy(opts, max, o, n);
 }
 
 static bool prepare(const struct bench_opts *bo)
@@ -1558,26 +1583,21 @@ static bool prepare(const struct bench_opts *bo)
 	return true;
 }
 
-/*
- * Per trial: aa ~20 us; abba and cycle ~0.3 ms each (threads, barrier,
- * sleeps), per registered size, plus starting and joining that many
- * threads (~160 us each, measured with --quick on the 2-core reference
- * machine); a timeout trial T plus ~1 ms, head 2T.
- */
 static double estimate_s(const struct bench_opts *bo)
 {
+	const struct dl_config *c = &cfg;
 	double s = 0;
 
 	(void)bo;
-	if (cfg.run_aa)
-		s += cfg.trials * 20e-6;
-	for (size_t i = 0; (cfg.run_abba || cfg.run_cycle) && i < cfg.nregistered; i++)
-		s += (cfg.run_abba + cfg.run_cycle) * (cfg.trials + DL_REPORT_TRIALS) * 0.3e-3 +
-		     cfg.registered[i] * 160e-6;
-	for (size_t i = 0; cfg.run_timeout && i < cfg.ntimeouts; i++)
-		s += cfg.timeout_trials * (cfg.timeouts_ms[i] + 1) / 1000.0;
-	if (cfg.run_head)
-		s += cfg.timeout_trials * (2.0 * DEF_HEAD_MS + 1) / 1000.0;
+	if (c->run_aa)
+		s += aa_cost_s(c);
+	for (size_t i = 0; (c->run_abba || c->run_cycle) && i < c->nregistered; i++)
+		s += 2 * pool_cost_s(c->registered[i]) +
+		     (c->run_abba + c->run_cycle) * cycle_cost_s(c);
+	for (size_t i = 0; c->run_timeout && i < c->ntimeouts; i++)
+		s += timeout_cost_s(c, c->timeouts_ms[i]);
+	if (c->run_head)
+		s += timeout_cost_s(c, 2 * DEF_HEAD_MS);
 	return s;
 }
 

@@ -30,6 +30,7 @@
 #include "cli.h"
 #include "lock_report.h"
 #include "output.h"
+#include "progress.h"
 #include "suite.h"
 
 #define DEF_DURATION_MS 400
@@ -144,8 +145,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	cfg.stall_timeout_ms = DEF_STALL_MS;
 	set_dur = set_rep = set_unc = false;
 	baseline_name = NULL;
-	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
-	return n < max ? n : max;
+	return cli_opts_copy(opts, max, o, n);
 }
 
 static bool prepare(const struct bench_opts *bo)
@@ -188,20 +188,38 @@ static bool prepare(const struct bench_opts *bo)
 	return true;
 }
 
-/* Measured time plus about 4 ms of thread start, gate and join per
- * measurement and thread on the 2-core reference machine, twice that with
- * background load (measured: all --quick, where they dominate). */
+/*
+ * The model of the run time (progress.h): a measurement takes its duration
+ * plus about 4 ms of thread start, gate and join per thread on the 2-core
+ * reference machine, twice that with background load (measured: all
+ * --quick, where they dominate); an uncontended pass, its slices plus
+ * 20 ms per lock.
+ */
+static double cell_cost_s(const struct lb_config *c, unsigned nthr)
+{
+	return c->duration_ms / 1000.0 + nthr * (c->o->background_load ? 0.008 : 0.004);
+}
+
+static double unc_pass_cost_s(const struct lb_config *c)
+{
+	return c->uncontended_ms ? (double)c->nlocks * (c->uncontended_ms / 1000.0 + 0.02) : 0;
+}
+
+/* A repeat of one --think scenario: every lock at every thread count. */
+static double rep_cost_s(const struct lb_config *c)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < c->nthreads; i++)
+		s += (double)c->nlocks * cell_cost_s(c, c->threads[i]);
+	return s;
+}
+
+/* The uncontended pass runs with the first scenario only. */
 static double estimate_s(const struct bench_opts *bo)
 {
-	double meas = (double)cfg.nlocks * (double)cfg.nthreads * (double)cfg.nthinks;
-	double thr = 0;
-
-	for (size_t i = 0; i < cfg.nthreads; i++)
-		thr += cfg.threads[i];
-	return (double)cfg.repeats *
-	       (meas * cfg.duration_ms / 1000.0 +
-		(double)cfg.nlocks * cfg.nthinks * thr * (bo->background_load ? 0.008 : 0.004) +
-		(cfg.uncontended_ms ? (double)cfg.nlocks * (cfg.uncontended_ms / 1000.0 + 0.02) : 0));
+	(void)bo;
+	return (double)cfg.repeats * (cfg.nthinks * rep_cost_s(&cfg) + unc_pass_cost_s(&cfg));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -630,7 +648,7 @@ static void run_schedule(struct lb_results *r)
 				if (isfinite(r->unc[li].ns_rep[rep]))
 					cli_progress(c->o->quiet, " %s %.1fns", r->unc[li].lock->name,
 						 r->unc[li].ns_rep[rep]);
-			cli_progress(c->o->quiet, "\n");
+			progress_step(c->o->quiet, unc_pass_cost_s(c));
 		}
 		for (size_t ti = 0; ti < c->nthreads; ti++) {
 			unsigned nthr = c->threads[ti];
@@ -655,7 +673,7 @@ static void run_schedule(struct lb_results *r)
 						 fmt_si(buf, sizeof(buf), cell->ops[cell->nrep - 1]),
 						 cell->stalled ? "(stalled)" : "");
 			}
-			cli_progress(c->o->quiet, " (%.0f s)\n", (double)(now_ns() - start) / 1e9);
+			progress_step(c->o->quiet, (double)nl * cell_cost_s(c, nthr));
 		}
 	}
 	free(stalled_at);

@@ -54,4 +54,9 @@ struct lock_selection {
 };
 bool lock_peers_parse_opt(const char *value, void *dest);
 
+struct json;
+/* The names of locks[0..n) as a JSON array. */
+void lock_peers_json(struct json *j, const char *key, const struct lock_peer *const *locks,
+		     size_t n);
+
 #endif

@@ -280,21 +280,12 @@ int report_json(const char *path, const struct lb_results *rs, size_t n,
 	}
 	bench_json_begin(&j, f, "lock", c->o, &r->sys, &r->load);
 	json_begin_object(&j, "config");
-	json_begin_array(&j, "locks");
-	for (size_t i = 0; i < c->nlocks; i++)
-		json_string(&j, NULL, c->locks[i]->name);
-	json_end_array(&j);
-	json_begin_array(&j, "threads");
-	for (size_t i = 0; i < c->nthreads; i++)
-		json_uint(&j, NULL, c->threads[i]);
-	json_end_array(&j);
+	lock_peers_json(&j, "locks", c->locks, c->nlocks);
+	json_uint_array(&j, "threads", c->threads, c->nthreads);
 	json_uint(&j, "duration_ms", c->duration_ms);
 	json_uint(&j, "repeats", c->repeats);
 	json_uint(&j, "cs", c->cs);
-	json_begin_array(&j, "think");
-	for (size_t i = 0; i < c->nthinks; i++)
-		json_uint(&j, NULL, c->thinks[i]);
-	json_end_array(&j);
+	json_uint_array(&j, "think", c->thinks, c->nthinks);
 	json_uint(&j, "sample_every", c->sample_every);
 	json_uint(&j, "uncontended_ms", c->uncontended_ms);
 	json_uint(&j, "stall_timeout_ms", c->stall_timeout_ms);

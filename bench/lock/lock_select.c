@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "json.h"
 
 bool lock_peers_parse(const char *s, const struct lock_peer ***locks, size_t *nlocks)
 {
@@ -57,4 +58,13 @@ bool lock_peers_parse_opt(const char *value, void *dest)
 	struct lock_selection *sel = dest;
 
 	return lock_peers_parse(value, sel->locks, sel->n);
+}
+
+void lock_peers_json(struct json *j, const char *key, const struct lock_peer *const *locks,
+		     size_t n)
+{
+	json_begin_array(j, key);
+	for (size_t i = 0; i < n; i++)
+		json_string(j, NULL, locks[i]->name);
+	json_end_array(j);
 }

@@ -28,6 +28,7 @@
 #include "cli.h"
 #include "json.h"
 #include "output.h"
+#include "progress.h"
 #include "suite.h"
 #include "sysinfo.h"
 #include "verdict.h"
@@ -229,6 +230,19 @@ struct loop_row {
 	double glibc, shim, glibc_share, shim_share;
 };
 
+/* The model of the run time (progress.h): a pair run is 5 blocks of
+ * pair_iters at ~10 ns plus the process start (~10 ms); a loop run its
+ * --ms plus ~20 ms. Every run once per implementation and repeat. */
+static double pair_cost_s(const struct shim_cfg *c)
+{
+	return c->repeats * NIMPL * (c->pair_iters * 5 * 10e-9 + 0.01);
+}
+
+static double loop_cost_s(const struct shim_cfg *c)
+{
+	return c->repeats * NIMPL * (c->ms / 1000.0 + 0.02);
+}
+
 static int run(const struct bench_opts *o, struct verdict_list *v)
 {
 	const struct shim_cfg *c = &cfg;
@@ -245,7 +259,7 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 
 	sysinfo_collect(&sys);
 	load_snapshot(&l0);
-	cli_progress(o->quiet, "[shim] uncontended pair, %u x 2 runs\n", c->repeats);
+	cli_progress(o->quiet, "[shim] uncontended pair, %u x 2 runs", c->repeats);
 	for (unsigned r = 0; r < c->repeats; r++)
 		for (unsigned k = 0; k < NIMPL; k++) {
 			enum impl i = (enum impl)((k + r) % NIMPL);
@@ -253,6 +267,7 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 			pair[i][r] = run_pair(c, i);
 			broken |= !pair[i][r].ok;
 		}
+	progress_step(o->quiet, pair_cost_s(c));
 	pg = median(pair[IMPL_GLIBC], c->repeats);
 	ps = median(pair[IMPL_SHIM], c->repeats);
 	printf("pthread_spin_* through the PLT, %u background hog%s\n\n", hogs,
@@ -270,7 +285,7 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 		unsigned th = c->threads[t];
 		double lim = th <= 2 ? 0.9 : 1.0;
 
-		cli_progress(o->quiet, "[shim] tight loop, %u threads\n", th);
+		cli_progress(o->quiet, "[shim] tight loop, %u threads", th);
 		for (unsigned r = 0; r < c->repeats; r++)
 			for (unsigned k = 0; k < NIMPL; k++) {
 				enum impl i = (enum impl)((k + r) % NIMPL);
@@ -278,6 +293,7 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 				loop[i][r] = run_loop(c, i, th);
 				broken |= !loop[i][r].ok;
 			}
+		progress_step(o->quiet, loop_cost_s(c));
 		g = median(loop[IMPL_GLIBC], c->repeats);
 		s = median(loop[IMPL_SHIM], c->repeats);
 		*row = (struct loop_row){ th, g, s, worst_share(loop[IMPL_GLIBC], c->repeats),
@@ -375,9 +391,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	cfg.pair_iters = 2000000;
 	cfg.worker = RQSPIN_SHIM_WORKER;
 	cfg.shim = RQSPIN_SHIM_LIB;
-	for (size_t i = 0; i < n && i < max; i++)
-		opts[i] = o[i];
-	return n < max ? n : max;
+	return cli_opts_copy(opts, max, o, n);
 }
 
 static bool usable(const char *what, const char *path, int mode)
@@ -416,9 +430,7 @@ static bool prepare(const struct bench_opts *o)
 static double estimate_s(const struct bench_opts *o)
 {
 	(void)o;
-	/* A pair run: 5 blocks of pair_iters at ~10 ns, plus process start. */
-	return cfg.repeats * NIMPL *
-	       (cfg.pair_iters * 5 * 10e-9 + 0.01 + cfg.nthreads * (cfg.ms / 1000.0 + 0.02));
+	return pair_cost_s(&cfg) + cfg.nthreads * loop_cost_s(&cfg);
 }
 
 static void cleanup(void)

@@ -39,6 +39,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -61,6 +62,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "progress.h"
 #include "suite.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -1002,8 +1004,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	cfg.reps = 3;
 	reps_given = false;
 	wall_clock = false;
-	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
-	return n < max ? n : max;
+	return cli_opts_copy(opts, max, o, n);
 }
 
 static bool prepare(const struct bench_opts *bo)
@@ -1028,33 +1029,48 @@ static bool prepare(const struct bench_opts *bo)
 }
 
 /*
- * Per owner count n, thread count and method (5 methods), run: building,
+ * The model of the run time (progress.h), from --quick runs on the 2-core
+ * reference machine with its thread CPU time as the idle figure. The maps
+ * part: reps x 3 x 6 x (4M or 1M) gets of ~10 ns, and ~10 us to create and
+ * destroy each map (the colliding ids take (maps - 1) x COLLIDE_SPREAD
+ * fillers). Per owner count n, thread count and method, run: building,
  * WARM_PASSES passes and the two get jobs, at least gets = 1M (quick 250K)
- * per job, create and destroy: about 10 ns per operation while the owners
- * fit in the caches, 500 ns from 100K owners on (measured with --quick on
- * the 2-core reference machine, under its usual load from other work); 2
- * threads take about twice as long (the machine is shared). The maps part: reps x 2 x 6 x (4M or 1M) gets of
- * ~10 ns. The memory part: 9 values per owner, each created and destroyed
- * in both structures, with grace-period waits: about 10 us a value for
- * both (13 s for 100K owners under a load of 10 on 2 cores).
+ * per job, create and destroy, ~7 ns per operation while the owners fit in
+ * the caches (1K) rising geometrically to ~220 ns at 100K and more, and
+ * ~20 ms a run per thread (threads, the barriers of the teardown); a point
+ * with 2 threads takes twice the time of 1 (the machine is shared). The
+ * memory part: 9 values per owner, each created and destroyed in both
+ * structures, with grace-period waits: about 10 us a value for both.
  */
+static double maps_cost_s(void)
+{
+	double maps = 0;
+
+	for (int i = 0; i < NMAPCOUNTS; i++)
+		maps += 2.0 * map_counts[i] + (map_counts[i] - 1.0) * COLLIDE_SPREAD + 1;
+	return 3.0 * reps * NMAPCOUNTS * (quick ? 1e6 : 4e6) * 10e-9 + maps * 10e-6;
+}
+
+static double point_cost_s(double n, unsigned nthreads)
+{
+	double gets = quick ? 250000 : 1000000;
+	double per_run = (WARM_PASSES * n > gets / 4 ? WARM_PASSES * n : gets / 4) +
+			 2 * (gets > n ? gets : n) + 4 * n;
+	unsigned runs = n >= 1000000 && !reps_given ? 1 : (unsigned)reps;
+	double scale = log10(n / 1000) / 2;
+	double op_s = 7e-9 * pow(220.0 / 7.0, scale < 0 ? 0 : scale > 1 ? 1 : scale);
+
+	return nthreads * M_N * runs * (per_run * op_s + 0.02);
+}
+
 static double estimate_s(const struct bench_opts *bo)
 {
-	double s = 3.0 * cfg.reps * NMAPCOUNTS * (bo->quick ? 1e6 : 4e6) * 10e-9;
-	double thr = 0;
+	double s = maps_cost_s();
 
-	for (size_t i = 0; i < cfg.nthreads; i++)
-		thr += cfg.threads[i];
-	for (size_t i = 0; i < cfg.nowners; i++) {
-		double n = cfg.owners[i];
-		double gets = bo->quick ? 250000 : 1000000;
-		double per_run = (WARM_PASSES * n > gets / 4 ? WARM_PASSES * n : gets / 4) +
-				 2 * (gets > n ? gets : n) + 4 * n;
-		unsigned runs = n >= 1000000 && !reps_given ? 1 : cfg.reps;
-		double op_s = (10 + 490 * (n < 100000 ? n / 100000 : 1)) * 1e-9;
-
-		s += thr * M_N * runs * per_run * op_s;
-	}
+	(void)bo;
+	for (size_t ti = 0; ti < cfg.nthreads; ti++)
+		for (size_t i = 0; i < cfg.nowners; i++)
+			s += point_cost_s(cfg.owners[i], cfg.threads[ti]);
 	s += (double)cfg.mem_owners * (1 + MEM_MAPS) * 10e-6;
 	return s;
 }
@@ -1266,7 +1282,7 @@ static int run(const struct bench_opts *bo, struct verdict_list *v)
 		       r->lat_sec[i], r->lat_collide[i], r->lat[i] / r->lat[0], kernel_ns[i]);
 		cli_progress(bo->quiet, " %d", map_counts[i]);
 	}
-	cli_progress(bo->quiet, "\n");
+	progress_step(bo->quiet, maps_cost_s());
 	printf("\n");
 
 	for (size_t ti = 0; ti < cfg.nthreads; ti++) {
@@ -1279,11 +1295,12 @@ static int run(const struct bench_opts *bo, struct verdict_list *v)
 		for (size_t i = 0; i < cfg.nowners; i++) {
 			unsigned long n = cfg.owners[i];
 
-			cli_progress(bo->quiet, "[storage] %d thread%s, %lu owners\n", th,
+			cli_progress(bo->quiet, "[storage] %d thread%s, %lu owners", th,
 				     th > 1 ? "s" : "", n);
 			make_perm(perm, n, 1 + n);
 			make_perm(perm2, n, 7 + n);
 			measure_all(n, th, r->res[i][ti]);
+			progress_step(bo->quiet, point_cost_s((double)n, (unsigned)th));
 			for (int m = 0; m < M_N; m++) {
 				struct row *x = &r->res[i][ti][m];
 

@@ -51,6 +51,7 @@
 #include "lock_worker.h"
 #include "load.h"
 #include "output.h"
+#include "progress.h"
 #include "torture.h"
 
 #define TT_SIG SIGUSR1
@@ -584,14 +585,8 @@ static int tt_json(const char *path, const struct tt_results *r)
 	bench_json_begin(&j, f, "torture", c->o, &r->sys, &r->load);
 	json_begin_object(&j, "config");
 	json_string(&j, "mode", tt_mode_name[c->mode]);
-	json_begin_array(&j, "locks");
-	for (size_t i = 0; i < c->nlocks; i++)
-		json_string(&j, NULL, c->locks[i]->name);
-	json_end_array(&j);
-	json_begin_array(&j, "threads");
-	for (size_t i = 0; i < c->nthreads; i++)
-		json_uint(&j, NULL, c->threads[i]);
-	json_end_array(&j);
+	lock_peers_json(&j, "locks", c->locks, c->nlocks);
+	json_uint_array(&j, "threads", c->threads, c->nthreads);
 	json_uint(&j, "duration_ms", c->duration_ms);
 	json_uint(&j, "hold_us", c->hold_us);
 	json_uint(&j, "long_hold_us", c->long_hold_us);
@@ -747,6 +742,13 @@ static void tt_results_free(struct tt_results *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* The model of the run time (progress.h): one thread count, every lock:
+ * the measurements plus about 1 ms of thread start and join per thread. */
+static double row_cost_s(const struct tt_config *c, unsigned nthr)
+{
+	return (double)c->nlocks * (c->duration_ms / 1000.0 + nthr * 0.001);
+}
+
 static void tt_schedule(struct tt_results *r)
 {
 	const struct tt_config *c = r->cfg;
@@ -754,9 +756,8 @@ static void tt_schedule(struct tt_results *r)
 	struct load_snap l0, l1;
 	unsigned *stalled_at = calloc(c->nlocks, sizeof(unsigned));
 
-	cli_progress(c->o->quiet, "%s torture (%s): %zu locks x %zu thread counts x %u ms: about %.0f s\n",
-		 cli_prog, tt_mode_name[c->mode], c->nlocks, c->nthreads, c->duration_ms,
-		 (double)c->nlocks * (double)c->nthreads * c->duration_ms / 1000.0);
+	cli_progress(c->o->quiet, "%s torture (%s): %zu locks x %zu thread counts x %u ms\n",
+		 cli_prog, tt_mode_name[c->mode], c->nlocks, c->nthreads, c->duration_ms);
 	load_snapshot(&l0);
 	for (size_t ti = 0; ti < c->nthreads; ti++) {
 		cli_progress(c->o->quiet, "[torture %s] %u threads:", tt_mode_name[c->mode], c->threads[ti]);
@@ -796,7 +797,7 @@ static void tt_schedule(struct tt_results *r)
 					 cell_fails(cell, 0) + cell_fails(cell, 1) ? "(failures)" : "");
 			}
 		}
-		cli_progress(c->o->quiet, " (%.0f s)\n", (double)(bench_now_ns() - start) / 1e9);
+		progress_step(c->o->quiet, row_cost_s(c, c->threads[ti]));
 	}
 	free(stalled_at);
 	r->wall_s = (double)(bench_now_ns() - start) / 1e9;
@@ -967,8 +968,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	cfg.timer_us = DEF_TIMER_US;
 	cfg.stall_timeout_ms = DEF_STALL_MS;
 	set_dur = set_hold = set_think = set_locks = false;
-	memcpy(opts, o, (n < max ? n : max) * sizeof(*o));
-	return n < max ? n : max;
+	return cli_opts_copy(opts, max, o, n);
 }
 
 static bool prepare(const struct bench_opts *bo)
@@ -1001,15 +1001,14 @@ static bool prepare(const struct bench_opts *bo)
 	return true;
 }
 
-/* Measured time plus about 1 ms of thread start and join per thread. */
 static double estimate_s(const struct bench_opts *bo)
 {
-	double thr = 0;
+	double s = 0;
 
 	(void)bo;
 	for (size_t i = 0; i < cfg.nthreads; i++)
-		thr += cfg.threads[i];
-	return (double)cfg.nlocks * ((double)cfg.nthreads * cfg.duration_ms / 1000.0 + thr * 0.001);
+		s += row_cost_s(&cfg, cfg.threads[i]);
+	return s;
 }
 
 static int run(const struct bench_opts *bo, struct verdict_list *v)
