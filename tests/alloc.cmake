@@ -7,10 +7,13 @@
 # hooks that let a test raise a signal at chosen points inside it.
 list(TRANSFORM RQSPIN_ALLOC_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/
   OUTPUT_VARIABLE rqspin_alloc_debug_sources)
-# ...and the Valgrind requests it makes (the library's, not the locks').
+# ...the Valgrind requests it makes (the library's, not the locks') and
+# src/common (mmap wrappers, assertions).
 list(TRANSFORM RQSPIN_VALGRIND_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/
   OUTPUT_VARIABLE _alloc_vg_sources)
-list(APPEND rqspin_alloc_debug_sources ${_alloc_vg_sources})
+list(TRANSFORM RQSPIN_COMMON_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/
+  OUTPUT_VARIABLE _alloc_common_sources)
+list(APPEND rqspin_alloc_debug_sources ${_alloc_vg_sources} ${_alloc_common_sources})
 add_library(rqspin_alloc_debug STATIC ${rqspin_alloc_debug_sources})
 rqspin_config(rqspin_alloc_debug RQSPIN_ALLOC_DEBUG=1 RQSPIN_ALLOC_TEST_HOOKS=1)
 target_link_libraries(rqspin_alloc_debug PUBLIC Threads::Threads)

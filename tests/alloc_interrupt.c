@@ -338,7 +338,7 @@ static ALLOC_FN void check_page(struct heap *h, struct page *pg, unsigned c)
 
 	CHECK(pg->heap == h);
 	CHECK_EQ_U64(pg->cls, c);
-	CHECK_EQ_U64(pg->bsize, alloc_class_size[c]);
+	CHECK_EQ_U64(pg->bsize, rqs_alloc_class_size[c]);
 	CHECK_LE_U64(pg->bump, pg->capacity);
 	for (struct block *b = pg->free; b; b = b->next) {
 		if (!((char *)b >= start && (char *)b < start + PAGE_SIZE))
@@ -356,7 +356,7 @@ static ALLOC_FN void check_page(struct heap *h, struct page *pg, unsigned c)
 
 static void check_heap(void)
 {
-	struct heap *h = alloc_tls_heap;
+	struct heap *h = rqs_alloc_tls_heap;
 
 	if (!heap_is_real(h))
 		return;
@@ -374,7 +374,7 @@ static void check_heap(void)
 		unsigned n = 0;
 
 		CHECK(!busy_get(&hc->busy));
-		if (hc->page != &alloc_empty_page) {
+		if (hc->page != &rqs_alloc_empty_page) {
 			CHECK(!hc->page->in_partial);
 			check_page(h, hc->page, c);
 		}
@@ -490,7 +490,7 @@ static void donations_refill(void)
 static void retirables_refill(void)
 {
 	static void *cand[NRET * 6 + 8];
-	struct hclass *hc = &alloc_tls_heap->cls[size_to_class(RET_SIZE)];
+	struct hclass *hc = &rqs_alloc_tls_heap->cls[size_to_class(RET_SIZE)];
 	int k = 0, n = atomic_load(&g_ret_n);
 
 	for (int i = 0; i < n; i++)
@@ -541,7 +541,7 @@ static void op_free_live(const char *name, int i)
 
 static struct hclass *my_class(size_t n)
 {
-	return &alloc_tls_heap->cls[size_to_class(n)];
+	return &rqs_alloc_tls_heap->cls[size_to_class(n)];
 }
 
 static bool page_exhausted(size_t n)
@@ -567,7 +567,7 @@ static int live_off_current(size_t n)
  * back to the pool (a trim without giving memory to the OS). */
 static void heap_reset(void)
 {
-	heap_collect_all(alloc_tls_heap, true);
+	rqs_heap_collect_all(rqs_alloc_tls_heap, true);
 }
 
 /* Runs every size (and every handler on every operation) when set. */
@@ -693,7 +693,7 @@ static void scenario_retire(void)
 				if (i != first && g_live[i].p && page_of((uintptr_t)g_live[i].p) == pg)
 					live_free(i);
 			/* the cache: empty, then `cached` pages */
-			heap_flush_cache(alloc_tls_heap);
+			rqs_heap_flush_cache(rqs_alloc_tls_heap);
 			{
 				void *tmp[4 * (HEAP_CACHE + 1)];
 				unsigned m = 4 * (cached + 1);
@@ -703,7 +703,7 @@ static void scenario_retire(void)
 				for (unsigned i = 0; i < m; i++)
 					rqspin_free_nolock(tmp[i]);
 			}
-			CHECK_EQ_U64(alloc_tls_heap->ncache, cached);
+			CHECK_EQ_U64(rqs_alloc_tls_heap->ncache, cached);
 			op_free_live("free that retires a page", first);
 			check_all();
 			live_free_all();
@@ -870,12 +870,12 @@ static void scenario_reserve(void)
 /* Free p as a handler does that finds its class busy: deferred. */
 static void free_deferred_by_hand(void *p)
 {
-	struct hclass *hc = &alloc_tls_heap->cls[page_of((uintptr_t)p)->cls];
+	struct hclass *hc = &rqs_alloc_tls_heap->cls[page_of((uintptr_t)p)->cls];
 
 	busy_set(&hc->busy);
 	rqspin_free_nolock(p);
 	busy_clear(&hc->busy);
-	CHECK(atomic_load(&alloc_tls_heap->deferred) != NULL);
+	CHECK(atomic_load(&rqs_alloc_tls_heap->deferred) != NULL);
 }
 
 /* Frees that a handler deferred, completed by the next free. */

@@ -4,7 +4,15 @@ cmake_minimum_required(VERSION 3.25)
 # (STATIC: every global symbol defined in the archive, because a program
 # linking it sees them all); only pthread_spin_* from the shim (SHIM).
 # With SYMVER, every symbol LIB defines must carry that symbol version
-# (cmake/rqspin.map). Each of LIB, STATIC, SHIM and SYMVER is optional.
+# (cmake/rqspin.map). WHITEBOX is the archive of the library's object files
+# as compiled (the white-box tests link it): its global symbols are the
+# public ones and the internal ones, and every internal one carries the
+# internal prefix rqs_ (docs/design.md, "Code conventions"), which is what
+# lets the prelinked librqspin.a turn exactly those into local symbols.
+# With INC (the include directory), an rqspin__ symbol must also be named
+# in a public header: the inline-support ABI is what the inline functions
+# call, nothing else. Each of LIB, STATIC, WHITEBOX, SHIM, SYMVER and INC
+# is optional.
 #
 # check(<file> <allowed regex> <nm options...>)
 function(check lib allowed)
@@ -29,6 +37,9 @@ function(check lib allowed)
     if(NOT sym MATCHES "${allowed}")
       message(SEND_ERROR "${lib}: unexpected global ${sym}")
       math(EXPR bad "${bad} + 1")
+    elseif(abi AND sym MATCHES "^rqspin__" AND NOT sym IN_LIST abi)
+      message(SEND_ERROR "${lib}: ${sym} is not declared in a public header (rqspin__ ABI)")
+      math(EXPR bad "${bad} + 1")
     endif()
     math(EXPR n "${n} + 1")
   endforeach()
@@ -42,11 +53,30 @@ function(check lib allowed)
 endfunction()
 
 set(public "^(q?rqspin_|qspin_|rqspin__)")
+# The rqspin__ names the public headers mention.
+set(abi "")
+if(INC)
+  file(GLOB_RECURSE _headers ${INC}/rqspin/*.h)
+  foreach(h ${_headers})
+    file(STRINGS ${h} _lines REGEX "rqspin__[a-z0-9_]+")
+    string(REGEX MATCHALL "rqspin__[a-z0-9_]+" _names "${_lines}")
+    list(APPEND abi ${_names})
+  endforeach()
+  # ...and the one that librqspin-pthread.so, built from this tree, calls
+  # (src/lock/barging.h).
+  list(APPEND abi rqspin__lock_slowpath_barging)
+  list(REMOVE_DUPLICATES abi)
+endif()
 if(LIB)
   check(${LIB} "${public}" -D --defined-only)
 endif()
 if(STATIC)
   check(${STATIC} "${public}" -g --defined-only)
+endif()
+if(WHITEBOX)
+  # AddressSanitizer adds an ODR indicator (__odr_asan.<name>) per global
+  # variable; an internal variable's is internal too.
+  check(${WHITEBOX} "^(q?rqspin_|qspin_|rqspin__|rqs_|__odr_asan[.]rqs_)" -g --defined-only)
 endif()
 if(SHIM)
   check(${SHIM} "^pthread_spin_(init|destroy|lock|trylock|unlock)$" -D --defined-only)

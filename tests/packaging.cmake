@@ -4,7 +4,12 @@
 # librqspin.a (the prelinked archive, rqspin_archive) defines no global
 # symbol outside the public API...
 add_test(NAME exported_symbols_static
-  COMMAND ${CMAKE_COMMAND} -DSTATIC=$<TARGET_FILE:rqspin_archive>
+  COMMAND ${CMAKE_COMMAND} -DSTATIC=$<TARGET_FILE:rqspin_archive> -DINC=${PROJECT_SOURCE_DIR}/include
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/check_exports.cmake)
+# ...because every internal symbol has the internal prefix, which the
+# white-box archive (object files as compiled) shows.
+add_test(NAME exported_symbols_whitebox
+  COMMAND ${CMAKE_COMMAND} -DWHITEBOX=$<TARGET_FILE:rqspin_static> -DINC=${PROJECT_SOURCE_DIR}/include
           -P ${CMAKE_CURRENT_SOURCE_DIR}/check_exports.cmake)
 # ...so a program may have functions with the library's internal names.
 rqspin_add_test(NAME pkg_static_clash SOURCES pkg_static/clash.c LIBS rqspin_archive

@@ -4,7 +4,7 @@
  * test_util.h. Header-only.
  *
  *  - RU_CHECK_RET: compare lock return codes, printing errno names;
- *  - lock-word inspection (the public union in lock_common.h) to wait for
+ *  - lock-word inspection (the public union in rqspin/static/lock_word.h) to wait for
  *    "a waiter holds the pending bit" / "somebody is queued";
  *  - actors: helper threads that run lock/unlock commands posted by the
  *    main thread, so a scenario (owner, pending waiter, queue head, ...)

@@ -8,6 +8,11 @@ rqspin_add_test(NAME shim_pshared_api SOURCES shim_pshared_api.c
 rqspin_add_test(NAME shim_barging SOURCES shim_barging.c ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c
   TIMEOUT 120 LABELS rqspin stress)
 target_include_directories(shim_barging PRIVATE ${PROJECT_SOURCE_DIR}/src)
+# The barging bound: the pending waiter asks for the hand-off on time and
+# spins for the lock once it has asked.
+rqspin_add_test(NAME shim_handoff_bound SOURCES shim_handoff_bound.c
+  ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c TIMEOUT 120 LABELS rqspin stress)
+target_include_directories(shim_handoff_bound PRIVATE ${PROJECT_SOURCE_DIR}/src)
 
 # The pthread_spin_* preload shim, the exported symbols, and a downstream
 # project built against the installed tree. Sanitizer builds skip these:
@@ -28,6 +33,7 @@ set_tests_properties(shim_without_preload shim_with_preload PROPERTIES TIMEOUT 1
 
 add_test(NAME exported_symbols
   COMMAND ${CMAKE_COMMAND} -DLIB=$<TARGET_FILE:rqspin> -DSHIM=$<TARGET_FILE:rqspin-pthread>
+          -DINC=${PROJECT_SOURCE_DIR}/include
           -P ${CMAKE_CURRENT_SOURCE_DIR}/check_exports.cmake)
 
 add_test(NAME downstream_install

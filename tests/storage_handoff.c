@@ -7,10 +7,10 @@
  *
  *  1. owner_destroy while this thread holds the owner's storage lock: the
  *     lock attempt fails (AA), nothing is freed, the owner is zeroed at
- *     once; the holder's unlock (st_local_unlock) does the cleanup.
+ *     once; the holder's unlock (rqs_st_local_unlock) does the cleanup.
  *  2. owner_destroy while this thread holds the bucket lock of one of the
  *     owner's values: the storage side is done, the map side is left, and
- *     the holder's unlock (st_bucket_unlock) sweeps it (and frees the
+ *     the holder's unlock (rqs_st_bucket_unlock) sweeps it (and frees the
  *     storage, which waited for its embedded value).
  *  3. map_destroy while an owner still holds values of the map, then the
  *     owner's destruction: the storage side is finished by map_destroy.
@@ -76,7 +76,7 @@ int main(void)
 	CHECK((uintptr_t)o.storage_ == ST_OWNER_DEAD);
 	CHECK(atomic_load(&l->flags) & ST_GONE);
 	CHECK(!(atomic_load(&l->flags) & ST_CLEANED));
-	st_local_unlock(l); /* the holder's unlock finishes the destruction */
+	rqs_st_local_unlock(l); /* the holder's unlock finishes the destruction */
 	CHECK(atomic_load(&l->flags) & ST_CLEANED);
 	rqspin_storage_read_unlock();
 	CHECK_EQ_U64(live_bytes(), base);
@@ -98,7 +98,7 @@ int main(void)
 		CHECK(atomic_load(&l->flags) & ST_CLEANED);
 		CHECK(atomic_load(&l->flags) & ST_EMB_LIVE);
 		CHECK(atomic_load(&b->sweep));
-		st_bucket_unlock(b);
+		rqs_st_bucket_unlock(b);
 		CHECK(!atomic_load(&b->sweep));
 		rqspin_storage_read_unlock();
 	}
@@ -152,7 +152,7 @@ int main(void)
 	}
 	CHECK(rqspin_storage_delete(maps[1], &o) == -EDEADLK);
 	atomic_fetch_add(&st_local_tab(l)->seq, 1); /* even again */
-	st_local_unlock(l);
+	rqs_st_local_unlock(l);
 	rqspin_storage_read_unlock();
 	CHECK(rqspin_storage_delete(maps[1], &o) == 0);
 	rqspin_storage_owner_destroy(&o);

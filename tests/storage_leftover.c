@@ -110,7 +110,7 @@ int main(void)
 		CHECK(p && err == 0 && p[0] == 1 && p[1] == 2);
 	}
 	atomic_fetch_add(&st_local_tab(l2)->seq, 1);
-	st_local_unlock(l2);
+	rqs_st_local_unlock(l2);
 	rqspin_storage_read_unlock();
 
 	/* 2. The next link into the leftover's bucket (same storage address,

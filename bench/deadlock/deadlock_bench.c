@@ -1171,7 +1171,7 @@ static int dl_json(const char *path, const struct dl_results *r)
 			if (s->reg_skipped)
 				json_string(&j, "skip_reason", s->reg_note);
 			json_uint(&j, "registry_slots_in_use", s->reg_slots);
-			json_uint(&j, "registry_high_water", s->reg_high_water);
+			json_uint(&j, "rqs_registry_high_water", s->reg_high_water);
 			json_double(&j, "registered_setup_seconds", s->reg_setup_s);
 			json_begin_object(&j, "deadlock_checks_per_trial");
 			json_double(&j, "mean", s->checks_n ? (double)s->checks_sum / s->checks_n : NAN);

@@ -55,7 +55,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <rqspin/lock_common.h>
+#include <rqspin/defs.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,7 +7,9 @@
 
 #include <stdint.h>
 #include <sys/types.h>
-#include <rqspin/lock_common.h>
+#include <rqspin/defs.h>
+/* RQSPIN_NR_HELD: a report shows a held table. */
+#include <rqspin/static/held.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -24,7 +24,10 @@
 #ifndef RQSPIN_QSPINLOCK_H
 #define RQSPIN_QSPINLOCK_H
 
-#include <rqspin/lock_common.h>
+#include <stdbool.h>
+#include <rqspin/defs.h>
+/* The lock word's layout (the type below embeds it). */
+#include <rqspin/static/lock_word.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,22 +39,12 @@ typedef struct qspinlock {
 
 #define QSPINLOCK_INIT { { 0 } }
 
-/* Out-of-line contended path. ABI for the inline functions below. */
-RQSPIN_API void rqspin__qspin_lock_slowpath(qspinlock_t *lock, uint32_t val);
-/* The same operations under Valgrind (lock_common.h). */
-RQSPIN_API void rqspin__qspin_lock_vg(qspinlock_t *lock);
-RQSPIN_API bool rqspin__qspin_trylock_vg(qspinlock_t *lock);
-RQSPIN_API void rqspin__qspin_unlock_vg(qspinlock_t *lock);
-
 /*
  * Initialise (or re-initialise) an unlocked lock. Equivalent to
  * QSPINLOCK_INIT or zero-filled memory. Must not race with users of the
  * lock. Async-signal-safe.
  */
-static inline void qspin_lock_init(qspinlock_t *lock)
-{
-	__atomic_store_n(&lock->w.val, 0, __ATOMIC_RELAXED);
-}
+static inline void qspin_lock_init(qspinlock_t *lock);
 
 /*
  * Acquire the lock, waiting as long as it takes (see the file comment).
@@ -62,50 +55,14 @@ static inline void qspin_lock_init(qspinlock_t *lock)
  * interrupted code holds deadlocks: use rqspinlock for that.
  * lock must not be NULL (debug builds abort with a message).
  */
-static inline void qspin_lock(qspinlock_t *lock)
-{
-	uint32_t val = 0;
-
-#if RQSPIN_DEBUG
-	if (!lock)
-		rqspin__misuse("qspin_lock: NULL lock", lock);
-#endif
-	if (RQSPIN__ON_VALGRIND()) {
-		rqspin__qspin_lock_vg(lock);
-		return;
-	}
-	/* acquire on success: pairs with the release in qspin_unlock. */
-	if (RQSPIN__LIKELY(__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
-						       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
-		rqspin__count_fast();
-	else
-		rqspin__qspin_lock_slowpath(lock, val);
-	RQSPIN__TSAN_ACQUIRE(lock);
-}
+static inline void qspin_lock(qspinlock_t *lock);
 
 /*
  * Try once to acquire the lock. Returns true when acquired. It fails when
  * the lock is held, when a waiter is pending or queued (it never jumps a
  * queue that has waiters), never spins. Async-signal-safe; never deadlocks.
  */
-static inline bool qspin_trylock(qspinlock_t *lock)
-{
-	uint32_t val = 0;
-
-	if (RQSPIN__ON_VALGRIND())
-		return rqspin__qspin_trylock_vg(lock);
-	/* Test before the CAS, so a busy lock is not written to: a byte
-	 * load, the width of the unlock's store, so it forwards from it. The
-	 * CAS then checks the whole word. acquire on success: pairs with the
-	 * release in qspin_unlock. */
-	if (__atomic_load_n(&lock->w.b.locked, __ATOMIC_RELAXED) == 0 &&
-	    __atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
-					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-		RQSPIN__TSAN_ACQUIRE(lock);
-		return true;
-	}
-	return false;
-}
+static inline bool qspin_trylock(qspinlock_t *lock);
 
 /*
  * Release the lock: a single release store of the locked byte (waiters
@@ -115,30 +72,17 @@ static inline bool qspin_trylock(qspinlock_t *lock)
  * store zero, which is harmless on a free lock but breaks mutual exclusion
  * if another thread has meanwhile taken it. Async-signal-safe.
  */
-static inline void qspin_unlock(qspinlock_t *lock)
-{
-#if RQSPIN_DEBUG
-	if (!lock || __atomic_load_n(&lock->w.b.locked, __ATOMIC_RELAXED) == 0)
-		rqspin__misuse("qspin_unlock: lock is not held", lock);
-#endif
-	if (RQSPIN__ON_VALGRIND()) {
-		rqspin__qspin_unlock_vg(lock);
-		return;
-	}
-	RQSPIN__TSAN_RELEASE(lock);
-	/* release: publishes the critical section to the next acquirer,
-	 * whose acquire CAS (or acquire load in the slow path) reads it. */
-	__atomic_store_n(&lock->w.b.locked, 0, __ATOMIC_RELEASE);
-}
+static inline void qspin_unlock(qspinlock_t *lock);
 
 /* True when the lock is held (a snapshot: for assertions and statistics).
  * Async-signal-safe. */
-static inline bool qspin_is_locked(const qspinlock_t *lock)
-{
-	return __atomic_load_n(&lock->w.b.locked, __ATOMIC_RELAXED) != 0;
-}
+static inline bool qspin_is_locked(const qspinlock_t *lock);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The definitions of the inline functions above. */
+#include <rqspin/static/qspinlock.h>
+
 #endif /* RQSPIN_QSPINLOCK_H */

@@ -11,6 +11,8 @@
 #ifndef RQSPIN_VERSION_H
 #define RQSPIN_VERSION_H
 
+#include <rqspin/defs.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -34,11 +36,11 @@ extern "C" {
  *       rqspin_version() < RQSPIN_VERSION) ...
  * Cannot fail. Async-signal-safe.
  */
-__attribute__((visibility("default"))) unsigned int rqspin_version(void);
+RQSPIN_API unsigned int rqspin_version(void);
 
 /* The same as a string, "major.minor.patch" (static storage, never NULL).
  * Cannot fail. Async-signal-safe. */
-__attribute__((visibility("default"))) const char *rqspin_version_string(void);
+RQSPIN_API const char *rqspin_version_string(void);
 
 #ifdef __cplusplus
 }

@@ -97,14 +97,14 @@
 
 #include "alloc/alloc_internal.h"
 
-const uint32_t alloc_class_size[NCLASSES] = {
+const uint32_t rqs_alloc_class_size[NCLASSES] = {
 	8,     16,    32,    48,    64,    80,    96,    112,   128,  160,
 	192,   224,   256,   320,   384,   448,   512,   640,   768,  896,
 	1024,  1280,  1536,  1792,  2048,  2560,  3072,  3584,  4096, 5120,
 	6144,  7168,  8192,  10240, 12288, 14336, 16384,
 };
 
-struct page alloc_empty_page;
+struct page rqs_alloc_empty_page;
 
 /* Hand object b of size bs to the user: the general case (flags, or a
  * sanitizer is watching). */
@@ -131,7 +131,7 @@ static ALLOC_FN __attribute__((noinline)) void *finish_slow(struct block *b, uin
  * Larger than SMALL_MAX: the caller maps it as a large object instead. */
 static ALLOC_FN __attribute__((noinline)) size_t redzoned(size_t size)
 {
-	size_t bs = alloc_class_size[size_to_class(size)];
+	size_t bs = rqs_alloc_class_size[size_to_class(size)];
 	size_t need = (size > 16 ? size : 16) + SAN_REDZONE;
 	size_t p2 = 16;
 
@@ -145,7 +145,7 @@ static ALLOC_FN __attribute__((noinline)) size_t redzoned(size_t size)
 
 static inline ALLOC_FN void *finish(struct block *b, uint32_t bs, unsigned flags)
 {
-	if (UNLIKELY(flags != 0 || SAN_ACTIVE))
+	if (RQS_UNLIKELY(flags != 0 || SAN_ACTIVE))
 		return finish_slow(b, bs, flags);
 	if (bs >= 16)
 		b->canary = 0;
@@ -156,7 +156,7 @@ static inline ALLOC_FN void check_reused(const struct block *b, unsigned c)
 {
 #if RQSPIN_ALLOC_DEBUG
 	if (c != 0 && b->canary != block_canary(b))
-		alloc_corrupt("free object was modified (use after free?)", b);
+		rqs_alloc_corrupt("free object was modified (use after free?)", b);
 	if (c == 0)
 		tiny_mark_used(b);
 #else
@@ -171,14 +171,14 @@ static ALLOC_FN struct block *class_alloc_held(struct heap *h, struct hclass *hc
 	struct page *pg = hc->page;
 	struct block *b = pg->free;
 
-	if (LIKELY(b != NULL)) {
+	if (RQS_LIKELY(b != NULL)) {
 		check_reused(b, c);
 		pg->free = b->next;
 		pg->used++;
 	} else {
-		b = class_alloc_slow(h, hc, c);
+		b = rqs_class_alloc_slow(h, hc, c);
 	}
-	if (LIKELY(b != NULL))
+	if (RQS_LIKELY(b != NULL))
 		count_owner(&hc->nalloc, 1);
 	busy_clear(&hc->busy);
 	return b;
@@ -199,7 +199,7 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_refill(struct heap *h, str
 {
 	struct block *b = class_alloc_held(h, hc, c);
 
-	return b ? finish(b, alloc_class_size[c], flags) : NULL;
+	return b ? finish(b, rqs_alloc_class_size[c], flags) : NULL;
 }
 
 /* The class that stands in for class c when c is busy: the next one up
@@ -208,12 +208,12 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_refill(struct heap *h, str
  * of two. NCLASSES if there is none (the reserve serves). */
 static unsigned nested_class(unsigned c)
 {
-	uint32_t s = alloc_class_size[c];
+	uint32_t s = rqs_alloc_class_size[c];
 	uint32_t align = (s & (s - 1)) == 0 ? s : 16;
 	unsigned n;
 
 	for (n = c + 1; n < NCLASSES; n++)
-		if (alloc_class_size[n] % align == 0)
+		if (rqs_alloc_class_size[n] % align == 0)
 			break;
 	return n;
 }
@@ -230,11 +230,11 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_nested(struct heap *h, uns
 		b = class_alloc(h, n);
 		if (b) {
 			count_shared(&h->nnext, 1);
-			return finish(b, alloc_class_size[n], flags);
+			return finish(b, rqs_alloc_class_size[n], flags);
 		}
 	}
-	b = reserve_alloc(c);
-	return b ? finish(b, alloc_class_size[c], flags) : NULL;
+	b = rqs_reserve_alloc(c);
+	return b ? finish(b, rqs_alloc_class_size[c], flags) : NULL;
 }
 
 static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t size,
@@ -244,54 +244,54 @@ static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t 
 static ALLOC_FN __attribute__((noinline)) void *alloc_noheap(size_t size, unsigned c,
 							      unsigned flags)
 {
-	struct heap *h = alloc_tls_heap;
+	struct heap *h = rqs_alloc_tls_heap;
 	struct block *b = NULL;
 	bool adopted;
 
 	/* size is already grown by the redzone, if any. */
-	if (h == NULL && heap_is_real(heap_attach()))
+	if (h == NULL && heap_is_real(rqs_heap_attach()))
 		return malloc_small(size, flags);
 	/* After this thread's exit destructor (or with no heap to be had):
 	 * borrow an abandoned heap for this one call. */
-	h = heap_claim(&adopted);
+	h = rqs_heap_claim(&adopted);
 	if (h) {
 		b = class_alloc(h, c);
-		heap_release(h);
+		rqs_heap_release(h);
 	}
 	if (!b)
-		b = reserve_alloc(c);
-	return b ? finish(b, alloc_class_size[c], flags) : NULL;
+		b = rqs_reserve_alloc(c);
+	return b ? finish(b, rqs_alloc_class_size[c], flags) : NULL;
 }
 
 /* A request of at most SMALL_MAX bytes. */
 static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t size,
 								     unsigned flags)
 {
-	struct heap *h = alloc_tls_heap;
+	struct heap *h = rqs_alloc_tls_heap;
 	struct hclass *hc;
 	struct page *pg;
 	struct block *b;
 	unsigned c;
 
 	c = size_to_class(size);
-	if (UNLIKELY(!heap_is_real(h)))
+	if (RQS_UNLIKELY(!heap_is_real(h)))
 		return alloc_noheap(size, c, flags);
 	hc = &h->cls[c];
-	if (UNLIKELY(busy_get(&hc->busy)))
+	if (RQS_UNLIKELY(busy_get(&hc->busy)))
 		return alloc_nested(h, c, flags);
 	busy_set(&hc->busy);
 	ALLOC_TEST_HOOK(HOOK_ALLOC, c);
 	pg = hc->page;
 	b = pg->free;
-	if (UNLIKELY(b == NULL))
+	if (RQS_UNLIKELY(b == NULL))
 		return alloc_refill(h, hc, c, flags);
 	check_reused(b, c);
 	pg->free = b->next;
 	pg->used++;
 	count_owner(&hc->nalloc, 1);
 	busy_clear(&hc->busy);
-	if (UNLIKELY(flags != 0 || SAN_ACTIVE))
-		return finish_slow(b, alloc_class_size[c], flags);
+	if (RQS_UNLIKELY(flags != 0 || SAN_ACTIVE))
+		return finish_slow(b, rqs_alloc_class_size[c], flags);
 	if (c != 0)
 		b->canary = 0;
 	return b;
@@ -299,27 +299,27 @@ static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t 
 
 #ifdef ALLOC_VALGRIND
 /* Under Valgrind: a slot with a redzone, announced with the exact size
- * (san_exact), so memcheck reports any byte past the request. */
+ * (rqs_san_exact), so memcheck reports any byte past the request. */
 static ALLOC_FN __attribute__((noinline)) void *malloc_redzoned(size_t size, unsigned flags)
 {
 	size_t grown = redzoned(size);
 	void *b;
 
 	if (grown > SMALL_MAX)
-		return large_alloc(size, flags);
+		return rqs_large_alloc(size, flags);
 	b = malloc_small(grown, flags);
 	if (b)
-		san_exact(b, size, page_of((uintptr_t)b)->bsize);
+		rqs_san_exact(b, size, page_of((uintptr_t)b)->bsize);
 	return b;
 }
 #endif
 
 RQSPIN_API ALLOC_FN void *rqspin_malloc_nolock(size_t size, unsigned flags)
 {
-	if (UNLIKELY(size > SMALL_MAX))
-		return large_alloc(size, flags);
+	if (RQS_UNLIKELY(size > SMALL_MAX))
+		return rqs_large_alloc(size, flags);
 #ifdef ALLOC_VALGRIND
-	if (UNLIKELY(rqspin__valgrind != 0))
+	if (RQS_UNLIKELY(rqspin__valgrind != 0))
 		return malloc_redzoned(size, flags);
 #endif
 	return malloc_small(size, flags);
@@ -328,18 +328,18 @@ RQSPIN_API ALLOC_FN void *rqspin_malloc_nolock(size_t size, unsigned flags)
 /* Is b a live object of pg? Reports and returns false if not. */
 static inline ALLOC_FN bool free_check(const struct page *pg, const struct block *b)
 {
-	if (UNLIKELY(page_block_index(pg, (uintptr_t)b) == UINT32_MAX)) {
-		alloc_bad_pointer("free of a pointer that is not the start of an object", b);
+	if (RQS_UNLIKELY(page_block_index(pg, (uintptr_t)b) == UINT32_MAX)) {
+		rqs_alloc_bad_pointer("free of a pointer that is not the start of an object", b);
 		return false;
 	}
-	if (UNLIKELY(pg->bsize >= 16 && b->canary == block_canary(b))) {
-		alloc_bad_pointer("double free", b);
+	if (RQS_UNLIKELY(pg->bsize >= 16 && b->canary == block_canary(b))) {
+		rqs_alloc_bad_pointer("double free", b);
 		return false;
 	}
 	/* Debug builds: the 8-byte class's free bit (set here, for good,
 	 * unless this is a double free). */
 	if (RQSPIN_ALLOC_DEBUG && pg->bsize < 16 && !tiny_mark_free(b)) {
-		alloc_bad_pointer("double free", b);
+		rqs_alloc_bad_pointer("double free", b);
 		return false;
 	}
 	return true;
@@ -397,11 +397,11 @@ static ALLOC_FN __attribute__((noinline)) void free_remote(struct heap *me, stru
 	uintptr_t x;
 
 	if (owner == OWNER_RESERVE) {
-		reserve_free(pg, b);
+		rqs_reserve_free(pg, b);
 		return;
 	}
-	if (UNLIKELY(!heap_is_real(owner))) {
-		alloc_bad_pointer("free of a pointer into a free page (double free?)", b);
+	if (RQS_UNLIKELY(!heap_is_real(owner))) {
+		rqs_alloc_bad_pointer("free of a pointer into a free page (double free?)", b);
 		return;
 	}
 	if (!free_check(pg, b))
@@ -425,14 +425,14 @@ static ALLOC_FN __attribute__((noinline)) void free_remote(struct heap *me, stru
 		 * objects coming back would stay resident. Collect it now
 		 * (once per page per batch of frees: only the free that
 		 * queued the page). */
-		if (UNLIKELY(atomic_load_explicit(&owner->state, memory_order_relaxed) ==
+		if (RQS_UNLIKELY(atomic_load_explicit(&owner->state, memory_order_relaxed) ==
 			     HEAP_ABANDONED))
-			heap_reap_one(owner);
+			rqs_heap_reap_one(owner);
 	}
 	/* Count on our own heap (a thread that only frees gets one too), so
 	 * the counter is not a cache line shared with other threads. */
 	if (me == NULL)
-		me = heap_attach();
+		me = rqs_heap_attach();
 	if (heap_is_real(me)) {
 		struct hclass *mc = &me->cls[c];
 
@@ -444,7 +444,7 @@ static ALLOC_FN __attribute__((noinline)) void free_remote(struct heap *me, stru
 			count_shared(&mc->nremote_nested, 1);
 		}
 	} else {
-		count_shared(&alloc_gstats.remote_noheap[c], 1);
+		count_shared(&rqs_alloc_gstats.remote_noheap[c], 1);
 	}
 }
 
@@ -455,10 +455,10 @@ static ALLOC_FN __attribute__((noinline)) void free_local_tail(struct heap *h, s
 {
 	/* A full page got a free object, or a page became empty. */
 	if (pg != hc->page && (!old || !pg->used))
-		free_local_slow(h, hc, pg);
+		rqs_free_local_slow(h, hc, pg);
 	busy_clear(&hc->busy);
 	if (atomic_load_explicit(&h->deferred, memory_order_relaxed) != NULL)
-		heap_drain_deferred(h, NO_CLASS);
+		rqs_heap_drain_deferred(h, NO_CLASS);
 }
 
 /* A local free with checks that failed, or sanitizers watching (busy is
@@ -474,7 +474,7 @@ static ALLOC_FN __attribute__((noinline)) void free_local_general(struct heap *h
 		return;
 	}
 	if (pg->free == b) {
-		alloc_bad_pointer("double free", b);
+		rqs_alloc_bad_pointer("double free", b);
 		busy_clear(&hc->busy);
 		return;
 	}
@@ -491,7 +491,7 @@ static ALLOC_FN __attribute__((noinline)) void free_local_general(struct heap *h
 static ALLOC_FN __attribute__((noinline)) void free_not_small(void *p)
 {
 	if (p)
-		large_free(p);
+		rqs_large_free(p);
 }
 
 RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
@@ -503,19 +503,19 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 	struct page *pg;
 	unsigned c;
 
-	if (UNLIKELY(!seg_is_ours(a))) {
+	if (RQS_UNLIKELY(!seg_is_ours(a))) {
 		free_not_small(p);
 		return;
 	}
 	pg = page_of(a);
-	h = alloc_tls_heap;
-	if (UNLIKELY(pg->heap != h)) {
+	h = rqs_alloc_tls_heap;
+	if (RQS_UNLIKELY(pg->heap != h)) {
 		free_remote(h, pg, b);
 		return;
 	}
 	c = pg->cls;
 	hc = &h->cls[c];
-	if (UNLIKELY(busy_get(&hc->busy))) {
+	if (RQS_UNLIKELY(busy_get(&hc->busy))) {
 		free_deferred(h, pg, b);
 		return;
 	}
@@ -524,7 +524,7 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 	old = pg->free;
 	/* old == b: a second free right after the first, the one double
 	 * free that the 8-byte class (no room for a canary) can show. */
-	if (UNLIKELY(page_block_index(pg, a) == UINT32_MAX || old == b ||
+	if (RQS_UNLIKELY(page_block_index(pg, a) == UINT32_MAX || old == b ||
 		     (c != 0 && b->canary == block_canary(b)) || SAN_ACTIVE ||
 		     (RQSPIN_ALLOC_DEBUG && c == 0))) {
 		free_local_general(h, hc, pg, b);
@@ -536,7 +536,7 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 	pg->free = b;
 	pg->used--;
 	count_owner(&hc->nfree, 1);
-	if (UNLIKELY((pg != hc->page && (!old || !pg->used)) ||
+	if (RQS_UNLIKELY((pg != hc->page && (!old || !pg->used)) ||
 		     atomic_load_explicit(&h->deferred, memory_order_relaxed) != NULL)) {
 		free_local_tail(h, hc, pg, old);
 		return;
@@ -553,19 +553,19 @@ RQSPIN_API ALLOC_FN size_t rqspin_malloc_usable_size(const void *p)
 	if (!p)
 		return 0;
 	if (!seg_is_ours(a))
-		return large_usable_size(p);
+		return rqs_large_usable_size(p);
 	pg = page_of(a);
 	if (!heap_is_real(pg->heap) && pg->heap != OWNER_RESERVE) {
-		alloc_bad_pointer("usable_size of a pointer into a free page", p);
+		rqs_alloc_bad_pointer("usable_size of a pointer into a free page", p);
 		return 0;
 	}
 	if (page_block_index(pg, a) == UINT32_MAX) {
-		alloc_bad_pointer("usable_size of a pointer that is not the start of an object", p);
+		rqs_alloc_bad_pointer("usable_size of a pointer that is not the start of an object", p);
 		return 0;
 	}
 	if ((pg->bsize >= 16 && b->canary == block_canary(b)) ||
 	    (RQSPIN_ALLOC_DEBUG && pg->bsize < 16 && tiny_is_free(b))) {
-		alloc_bad_pointer("usable_size of a freed object", p);
+		rqs_alloc_bad_pointer("usable_size of a freed object", p);
 		return 0;
 	}
 	return san_usable(p, pg->bsize);

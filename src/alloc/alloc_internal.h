@@ -13,11 +13,13 @@
 #include <stdint.h>
 
 #include <rqspin/alloc.h>
+#include "common/compiler.h"
+#include "common/os.h"
+#include "common/table.h"
+#include <rqspin/static/lock_word.h> /* rqspin__valgrind, branch hints */
 
 #include "alloc/sanitize.h"
 
-#define LIKELY(x) RQSPIN__LIKELY(x)
-#define UNLIKELY(x) RQSPIN__UNLIKELY(x)
 
 /* Debug checks: on unless NDEBUG; a test flavour forces them on. */
 #ifndef RQSPIN_ALLOC_DEBUG
@@ -135,18 +137,18 @@ _Static_assert(PAGE_SIZE / 8 <= (1u << 13), "reserve block index is 13 bits");
 
 /* Segment map: one bit per 4 MiB of address space, set for our segments.
  * Lets free recognise a foreign pointer without touching its memory. */
-extern _Atomic(_Atomic uint64_t *) alloc_segmap;
+extern _Atomic(_Atomic uint64_t *) rqs_alloc_segmap;
 
 static inline bool seg_is_ours(uintptr_t a)
 {
-	_Atomic uint64_t *map = atomic_load_explicit(&alloc_segmap, memory_order_relaxed);
+	_Atomic uint64_t *map = atomic_load_explicit(&rqs_alloc_segmap, memory_order_relaxed);
 	uintptr_t u = a >> SEG_SHIFT;
 
 	/* relaxed: a pointer into a segment reached the caller after the
 	 * segment was created (through whatever handed the object over),
 	 * so its bit is already visible; for any other pointer the answer
 	 * is "no" whatever we read. */
-	if (UNLIKELY(!map || u >= SEG_UNITS))
+	if (RQS_UNLIKELY(!map || u >= SEG_UNITS))
 		return false;
 	return (atomic_load_explicit(&map[u >> 6], memory_order_relaxed) >> (u & 63)) & 1;
 }
@@ -175,7 +177,7 @@ static inline uint32_t page_block_index(const struct page *pg, uintptr_t a)
 	uint64_t off = a & (PAGE_SIZE - 1); /* pg = page_of(a): pages are aligned */
 	uint32_t idx = (uint32_t)((off * pg->recip) >> 32);
 
-	if (UNLIKELY(idx >= __atomic_load_n(&pg->bump, __ATOMIC_RELAXED) ||
+	if (RQS_UNLIKELY(idx >= __atomic_load_n(&pg->bump, __ATOMIC_RELAXED) ||
 		     (uint64_t)idx * pg->bsize != off))
 		return UINT32_MAX;
 	return idx;
@@ -229,7 +231,7 @@ static inline ALLOC_FN bool tiny_is_free(const void *b)
 
 /* ---- size classes --------------------------------------------------------- */
 
-extern const uint32_t alloc_class_size[NCLASSES];
+extern const uint32_t rqs_alloc_class_size[NCLASSES];
 
 /* 8 | 16..128 step 16 | then 4 classes per doubling up to 16 KiB. */
 static inline unsigned size_to_class(size_t s)
@@ -246,7 +248,7 @@ static inline unsigned size_to_class(size_t s)
 /* ---- heaps ---------------------------------------------------------------- */
 
 struct hclass {
-	struct page *page;     /* current page (never NULL: &alloc_empty_page) */
+	struct page *page;     /* current page (never NULL: &rqs_alloc_empty_page) */
 	struct page *partial;  /* other pages with local free objects */
 	uint32_t busy;         /* this class's structures are being changed */
 	uint32_t pad_;
@@ -279,7 +281,7 @@ _Static_assert(sizeof(struct hclass) == 64, "one cache line per class");
  * LOST heaps are never adopted (their lists may be half-updated): their
  * memory stays mapped, unused. Nothing here is ever unmapped.
  */
-enum heap_state { HEAP_FRESH = 0, HEAP_OWNED, HEAP_ABANDONED, HEAP_LOST };
+enum heap_state { HEAP_FRESH = RQS_TABLE_FRESH, HEAP_OWNED, HEAP_ABANDONED };
 
 struct heap {
 	struct hclass cls[NCLASSES];
@@ -299,11 +301,11 @@ struct heap {
 
 /* The calling thread's heap: NULL before its first call, TLS_EXITED after
  * its exit destructor ran, else a real heap. */
-extern __thread struct heap *alloc_tls_heap __attribute__((tls_model("initial-exec")));
+extern __thread struct heap *rqs_alloc_tls_heap __attribute__((tls_model("initial-exec")));
 
 /* A page descriptor with nothing in it: the current page of every class of
  * a new heap, so the fast path needs no NULL check. */
-extern struct page alloc_empty_page;
+extern struct page rqs_alloc_empty_page;
 
 /*
  * The busy flag works like a lock against this thread's own signal
@@ -352,56 +354,54 @@ struct alloc_global_stats {
 	/* remote frees by threads that had no heap, per class */
 	_Atomic uint64_t remote_noheap[NCLASSES] __attribute__((aligned(64)));
 };
-extern struct alloc_global_stats alloc_gstats;
+extern struct alloc_global_stats rqs_alloc_gstats;
 
 /* ---- functions of the other files ----------------------------------------- */
 
 /* slow.c: the class's busy flag is held by the caller. */
-struct block *class_alloc_slow(struct heap *h, struct hclass *hc, unsigned c);
-void free_local_slow(struct heap *h, struct hclass *hc, struct page *pg);
-void heap_drain_deferred(struct heap *h, unsigned held_cls);
-void heap_process_notify(struct heap *h, unsigned held_cls);
+struct block *rqs_class_alloc_slow(struct heap *h, struct hclass *hc, unsigned c);
+void rqs_free_local_slow(struct heap *h, struct hclass *hc, struct page *pg);
+void rqs_heap_drain_deferred(struct heap *h, unsigned held_cls);
+void rqs_heap_process_notify(struct heap *h, unsigned held_cls);
 /* Collect remote frees, drain deferred frees and give back empty pages of a
  * heap the caller has exclusive use of (exiting owner, or claimed). */
-size_t heap_collect_all(struct heap *h, bool release_current);
-void page_retire(struct heap *h, struct page *pg);
+size_t rqs_heap_collect_all(struct heap *h, bool release_current);
+void rqs_page_retire(struct heap *h, struct page *pg);
 
 /* heap.c */
-struct heap *heap_attach(void);
-struct heap *heap_claim(bool *adopted);
-void heap_release(struct heap *h);
-size_t heap_reap_abandoned(unsigned max_heaps);
+struct heap *rqs_heap_attach(void);
+struct heap *rqs_heap_claim(bool *adopted);
+void rqs_heap_release(struct heap *h);
+size_t rqs_heap_reap_abandoned(unsigned max_heaps);
 /* Collect an abandoned heap and give back its empty pages, unless somebody
  * holds it. */
-size_t heap_reap_one(struct heap *h);
-uint32_t heap_count(void);
-struct heap *heap_at(uint32_t i);
+size_t rqs_heap_reap_one(struct heap *h);
+uint32_t rqs_heap_count(void);
+struct heap *rqs_heap_at(uint32_t i);
 /* Hand back a heap's cached empty pages (caller holds hbusy or owns it). */
-size_t heap_flush_cache(struct heap *h);
+size_t rqs_heap_flush_cache(struct heap *h);
 
 /* pool.c */
-struct page *pool_get(void);
-void pool_put(struct page *pg);
-size_t pool_trim(void);
-void page_init(struct page *pg, struct heap *owner, unsigned c);
-void segmap_init(void);
-void *os_map(size_t len);
-void os_unmap(void *p, size_t len);
+struct page *rqs_pool_get(void);
+void rqs_pool_put(struct page *pg);
+size_t rqs_pool_trim(void);
+void rqs_page_init(struct page *pg, struct heap *owner, unsigned c);
+void rqs_segmap_init(void);
 
 /* reserve.c */
-struct block *reserve_alloc(unsigned c);
-void reserve_free(struct page *pg, struct block *b);
+struct block *rqs_reserve_alloc(unsigned c);
+void rqs_reserve_free(struct page *pg, struct block *b);
 
 /* large.c */
-void *large_alloc(size_t size, unsigned flags);
+void *rqs_large_alloc(size_t size, unsigned flags);
 /* p is not in a segment: free it if it is a large object, else bad free. */
-void large_free(void *p);
-size_t large_usable_size(const void *p);
+void rqs_large_free(void *p);
+size_t rqs_large_usable_size(const void *p);
 
 /* report.c: a bad pointer. Debug: message + abort. Release: counted. */
-void alloc_bad_pointer(const char *what, const void *p);
+void rqs_alloc_bad_pointer(const char *what, const void *p);
 /* A free object was modified (debug builds). */
-__attribute__((noreturn, cold)) void alloc_corrupt(const char *what, const void *p);
+__attribute__((noreturn, cold)) void rqs_alloc_corrupt(const char *what, const void *p);
 
 #ifdef RQSPIN_ALLOC_TEST_HOOKS
 /* Test builds: called at points where a class (or the page cache) is busy,

@@ -24,10 +24,18 @@
 
 /* initial-exec: a general-dynamic TLS access in a shared object can call
  * malloc on its first use, which a signal handler must not do. */
-__thread struct heap *alloc_tls_heap __attribute__((tls_model("initial-exec")));
+__thread struct heap *rqs_alloc_tls_heap __attribute__((tls_model("initial-exec")));
 
-static _Atomic(struct heap *) chunks[MAX_HEAP_CHUNKS];
+static _Atomic(void *) chunks[MAX_HEAP_CHUNKS];
 static _Atomic uint32_t heap_bump; /* heap slots handed out (may pass MAX_HEAPS) */
+/* The heaps: mapped a chunk at a time, never unmapped (common/table.h). */
+static const struct rqs_table heaps = {
+	.chunks = chunks,
+	.bump = &heap_bump,
+	.entry_size = sizeof(struct heap),
+	.per_chunk = HEAPS_PER_CHUNK,
+	.limit = MAX_HEAPS,
+};
 static pthread_key_t exit_key;
 /* Set once at load time: threads are told to run heap_thread_exit. */
 static bool exit_key_ok;
@@ -35,7 +43,7 @@ static bool exit_key_ok;
 /*
  * glibc stores the values of the first 32 keys in the thread descriptor;
  * a higher key's first pthread_setspecific in a thread may calloc a block
- * for it, which a signal handler (heap_attach can run in one) must not do.
+ * for it, which a signal handler (rqs_heap_attach can run in one) must not do.
  * Other C libraries store every key in place. Without a usable key the
  * allocator does without exit notices: a heap whose owner thread has died
  * (its thread id is gone) is taken over by the next thread that needs a
@@ -66,41 +74,14 @@ static bool thread_gone(int32_t tid)
 	return gone;
 }
 
-uint32_t heap_count(void)
+uint32_t rqs_heap_count(void)
 {
-	uint32_t n = atomic_load_explicit(&heap_bump, memory_order_acquire);
-
-	return n < MAX_HEAPS ? n : MAX_HEAPS;
+	return rqs_table_count(&heaps);
 }
 
-struct heap *heap_at(uint32_t i)
+struct heap *rqs_heap_at(uint32_t i)
 {
-	/* acquire: pairs with the release CAS that published the chunk. */
-	struct heap *c = atomic_load_explicit(&chunks[i / HEAPS_PER_CHUNK], memory_order_acquire);
-
-	return c ? &c[i % HEAPS_PER_CHUNK] : NULL;
-}
-
-/* Map chunk ci if nobody has; racing mappers agree through the CAS. */
-static struct heap *chunk_get(uint32_t ci)
-{
-	struct heap *cur = atomic_load_explicit(&chunks[ci], memory_order_acquire);
-	size_t len = HEAPS_PER_CHUNK * sizeof(struct heap);
-	struct heap *mine;
-
-	if (cur)
-		return cur;
-	mine = os_map(len);
-	if (!mine)
-		return NULL;
-	/* release: readers that load the pointer see the zeroed chunk. */
-	if (atomic_compare_exchange_strong_explicit(&chunks[ci], &cur, mine, memory_order_release,
-						    memory_order_acquire)) {
-		count_shared(&alloc_gstats.meta_bytes, len);
-		return mine;
-	}
-	os_unmap(mine, len);
-	return cur;
+	return rqs_table_at(&heaps, i);
 }
 
 static void heap_init(struct heap *h, uint32_t idx)
@@ -108,7 +89,7 @@ static void heap_init(struct heap *h, uint32_t idx)
 	unsigned c;
 
 	for (c = 0; c < NCLASSES; c++)
-		h->cls[c].page = &alloc_empty_page;
+		h->cls[c].page = &rqs_alloc_empty_page;
 	h->idx = idx;
 }
 
@@ -139,7 +120,7 @@ static bool heap_take_dead(struct heap *h)
 						     memory_order_relaxed, memory_order_relaxed))
 		return false;
 	if (heap_any_busy(h)) {
-		atomic_store_explicit(&h->state, HEAP_LOST, memory_order_relaxed);
+		atomic_store_explicit(&h->state, RQS_TABLE_RETIRED, memory_order_relaxed);
 		return false;
 	}
 	return true;
@@ -161,37 +142,36 @@ static bool heap_try_hold(struct heap *h)
 	return heap_take_dead(h);
 }
 
-struct heap *heap_claim(bool *adopted)
+struct heap *rqs_heap_claim(bool *adopted)
 {
-	uint32_t n = heap_count();
+	uint32_t n = rqs_heap_count();
 	uint32_t i;
-	struct heap *h, *c;
+	struct heap *h;
+	size_t mapped;
 
 	*adopted = false;
 	/* An abandoned heap first: it comes with pages (and keeps the number
 	 * of heaps at the peak number of threads). */
 	for (i = 0; i < n; i++) {
-		h = heap_at(i);
+		h = rqs_heap_at(i);
 		if (h && heap_try_hold(h)) {
 			*adopted = true;
 			return h;
 		}
 	}
-	i = atomic_fetch_add_explicit(&heap_bump, 1, memory_order_acq_rel);
-	if (i >= MAX_HEAPS)
-		return NULL;
-	c = chunk_get(i / HEAPS_PER_CHUNK);
-	if (!c)
-		return NULL;
 	/* A fresh slot reads HEAP_FRESH, which nobody else claims. */
-	h = &c[i % HEAPS_PER_CHUNK];
+	h = rqs_table_bump(&heaps, &i, &mapped);
+	if (mapped)
+		count_shared(&rqs_alloc_gstats.meta_bytes, mapped);
+	if (!h)
+		return NULL;
 	heap_init(h, i);
 	atomic_store_explicit(&h->owner_tid, my_tid(), memory_order_relaxed);
 	atomic_store_explicit(&h->state, HEAP_OWNED, memory_order_relaxed);
 	return h;
 }
 
-void heap_release(struct heap *h)
+void rqs_heap_release(struct heap *h)
 {
 	/* Before the release store: from then on, a dead holder's id must
 	 * not be found here (heap_take_dead). */
@@ -200,23 +180,23 @@ void heap_release(struct heap *h)
 	atomic_store_explicit(&h->state, HEAP_ABANDONED, memory_order_release);
 }
 
-struct heap *heap_attach(void)
+struct heap *rqs_heap_attach(void)
 {
 	struct heap *cur = NULL;
 	bool adopted;
-	struct heap *h = heap_claim(&adopted);
+	struct heap *h = rqs_heap_claim(&adopted);
 
 	if (!h)
 		return NULL;
 	/* A CAS on our own TLS word: atomic against our signal handlers, one
 	 * of which may have attached a heap while we were claiming. */
-	if (!__atomic_compare_exchange_n(&alloc_tls_heap, &cur, h, false, __ATOMIC_RELAXED,
+	if (!__atomic_compare_exchange_n(&rqs_alloc_tls_heap, &cur, h, false, __ATOMIC_RELAXED,
 					 __ATOMIC_RELAXED)) {
-		heap_release(h);
+		rqs_heap_release(h);
 		return heap_is_real(cur) ? cur : NULL;
 	}
 	if (adopted)
-		count_shared(&alloc_gstats.heaps_adopted, 1);
+		count_shared(&rqs_alloc_gstats.heaps_adopted, 1);
 	/* Ask for a call at thread exit. The key is used only if setting it
 	 * allocates nothing (KEY_INPLACE_MAX), so this is safe in a signal
 	 * handler. */
@@ -225,7 +205,7 @@ struct heap *heap_attach(void)
 	return h;
 }
 
-size_t heap_flush_cache(struct heap *h)
+size_t rqs_heap_flush_cache(struct heap *h)
 {
 	size_t n = 0;
 
@@ -236,7 +216,7 @@ size_t heap_flush_cache(struct heap *h)
 		struct page *pg = h->cache[h->ncache - 1];
 
 		__atomic_store_n(&h->ncache, h->ncache - 1, __ATOMIC_RELAXED);
-		pool_put(pg);
+		rqs_pool_put(pg);
 		n++;
 	}
 	busy_clear(&h->hbusy);
@@ -259,27 +239,27 @@ static bool heap_any_busy(const struct heap *h)
 static void heap_abandon(struct heap *h)
 {
 	if (heap_any_busy(h)) {
-		atomic_store_explicit(&h->state, HEAP_LOST, memory_order_relaxed);
+		atomic_store_explicit(&h->state, RQS_TABLE_RETIRED, memory_order_relaxed);
 		return;
 	}
-	heap_collect_all(h, true);
-	heap_release(h);
+	rqs_heap_collect_all(h, true);
+	rqs_heap_release(h);
 }
 
 static void heap_thread_exit(void *arg)
 {
 	struct heap *h = arg;
 
-	if (alloc_tls_heap != h)
+	if (rqs_alloc_tls_heap != h)
 		return;
 	/* From now on this thread's calls (other destructors, handlers)
 	 * borrow heaps; nobody else can reach h until we release it. */
-	__atomic_store_n(&alloc_tls_heap, TLS_EXITED, __ATOMIC_RELAXED);
+	__atomic_store_n(&rqs_alloc_tls_heap, TLS_EXITED, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	heap_abandon(h);
 }
 
-size_t heap_reap_one(struct heap *h)
+size_t rqs_heap_reap_one(struct heap *h)
 {
 	size_t bytes;
 
@@ -287,19 +267,19 @@ size_t heap_reap_one(struct heap *h)
 	 * another reaper) is left to them. */
 	if (!heap_try_hold(h))
 		return 0;
-	bytes = heap_collect_all(h, true);
-	heap_release(h);
+	bytes = rqs_heap_collect_all(h, true);
+	rqs_heap_release(h);
 	return bytes;
 }
 
-size_t heap_reap_abandoned(unsigned max_heaps)
+size_t rqs_heap_reap_abandoned(unsigned max_heaps)
 {
-	uint32_t n = heap_count();
+	uint32_t n = rqs_heap_count();
 	size_t bytes = 0;
 	uint32_t i;
 
 	for (i = 0; i < n && max_heaps > 0; i++) {
-		struct heap *h = heap_at(i);
+		struct heap *h = rqs_heap_at(i);
 
 		/* Only heaps that others freed into since they were abandoned
 		 * (or whose holder died, without exit notices) have anything
@@ -310,7 +290,7 @@ size_t heap_reap_abandoned(unsigned max_heaps)
 		    (!atomic_load_explicit(&h->notify, memory_order_relaxed) &&
 		     !atomic_load_explicit(&h->deferred, memory_order_relaxed)))
 			continue;
-		bytes += heap_reap_one(h);
+		bytes += rqs_heap_reap_one(h);
 		max_heaps--;
 	}
 	return bytes;
@@ -321,12 +301,12 @@ size_t heap_reap_abandoned(unsigned max_heaps)
  * of an operation, then it is lost (its memory stays mapped, unused). */
 static void atfork_child(void)
 {
-	struct heap *me = alloc_tls_heap;
-	uint32_t n = heap_count();
+	struct heap *me = rqs_alloc_tls_heap;
+	uint32_t n = rqs_heap_count();
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
-		struct heap *h = heap_at(i);
+		struct heap *h = rqs_heap_at(i);
 
 		if (!h || atomic_load_explicit(&h->state, memory_order_relaxed) != HEAP_OWNED)
 			continue;
@@ -336,7 +316,7 @@ static void atfork_child(void)
 			continue;
 		}
 		atomic_store_explicit(&h->owner_tid, 0, memory_order_relaxed);
-		atomic_store_explicit(&h->state, heap_any_busy(h) ? HEAP_LOST : HEAP_ABANDONED,
+		atomic_store_explicit(&h->state, heap_any_busy(h) ? RQS_TABLE_RETIRED : HEAP_ABANDONED,
 				      memory_order_relaxed);
 	}
 }
@@ -350,5 +330,5 @@ __attribute__((constructor)) static void alloc_init(void)
 	}
 
 	pthread_atfork(NULL, NULL, atfork_child);
-	segmap_init();
+	rqs_segmap_init();
 }

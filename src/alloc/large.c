@@ -22,7 +22,7 @@ struct large_hdr {
 };
 _Static_assert(sizeof(struct large_hdr) == LARGE_HDR, "large header is 64 bytes");
 
-ALLOC_FN void *large_alloc(size_t size, unsigned flags)
+ALLOC_FN void *rqs_large_alloc(size_t size, unsigned flags)
 {
 	struct large_hdr *h;
 	size_t len;
@@ -32,15 +32,15 @@ ALLOC_FN void *large_alloc(size_t size, unsigned flags)
 	if (size > ((size_t)1 << 46))
 		return NULL;
 	len = (size + LARGE_HDR + OS_PAGE - 1) & ~(size_t)(OS_PAGE - 1);
-	h = os_map(len);
+	h = rqs_os_map(len);
 	if (!h)
 		return NULL;
 	h->maplen = len;
 	h->size = size;
 	atomic_store_explicit(&h->magic, LARGE_MAGIC ^ (uintptr_t)h, memory_order_relaxed);
-	count_shared(&alloc_gstats.large_objects, 1);
-	count_shared(&alloc_gstats.large_bytes, len);
-	count_shared(&alloc_gstats.large_allocs, 1);
+	count_shared(&rqs_alloc_gstats.large_objects, 1);
+	count_shared(&rqs_alloc_gstats.large_bytes, len);
+	count_shared(&rqs_alloc_gstats.large_allocs, 1);
 	p = (char *)h + LARGE_HDR;
 	/* Under Valgrind the tail past size is unaddressable. */
 	san_alloc(p, san_large_usable(size, len - LARGE_HDR), len - LARGE_HDR, 1);
@@ -60,36 +60,36 @@ static ALLOC_FN struct large_hdr *large_hdr_of(const void *p)
 	return h;
 }
 
-ALLOC_FN void large_free(void *p)
+ALLOC_FN void rqs_large_free(void *p)
 {
 	struct large_hdr *h = large_hdr_of(p);
 	uint64_t expect;
 	size_t len;
 
 	if (!h) {
-		alloc_bad_pointer("free of a pointer that is not an object from rqspin_malloc_nolock", p);
+		rqs_alloc_bad_pointer("free of a pointer that is not an object from rqspin_malloc_nolock", p);
 		return;
 	}
 	expect = LARGE_MAGIC ^ (uintptr_t)h;
 	/* relaxed: only the winner of the CAS touches the mapping again. */
 	if (!atomic_compare_exchange_strong_explicit(&h->magic, &expect, 0, memory_order_relaxed,
 						     memory_order_relaxed)) {
-		alloc_bad_pointer("double free", p);
+		rqs_alloc_bad_pointer("double free", p);
 		return;
 	}
 	len = h->maplen;
 	san_free(p, 0, 0);
-	atomic_fetch_sub_explicit(&alloc_gstats.large_objects, 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&alloc_gstats.large_bytes, len, memory_order_relaxed);
-	os_unmap(h, len);
+	atomic_fetch_sub_explicit(&rqs_alloc_gstats.large_objects, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&rqs_alloc_gstats.large_bytes, len, memory_order_relaxed);
+	rqs_os_unmap(h, len);
 }
 
-ALLOC_FN size_t large_usable_size(const void *p)
+ALLOC_FN size_t rqs_large_usable_size(const void *p)
 {
 	struct large_hdr *h = large_hdr_of(p);
 
 	if (!h) {
-		alloc_bad_pointer("usable_size of a pointer that did not come from rqspin_malloc_nolock",
+		rqs_alloc_bad_pointer("usable_size of a pointer that did not come from rqspin_malloc_nolock",
 				  p);
 		return 0;
 	}

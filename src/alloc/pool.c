@@ -29,57 +29,28 @@
 
 _Static_assert((uint64_t)MAX_SEGS * PAGES_PER_SEG < ID_MASK, "page ids must fit the stack head");
 
-_Atomic(_Atomic uint64_t *) alloc_segmap;
+_Atomic(_Atomic uint64_t *) rqs_alloc_segmap;
 static _Atomic(struct segment *) segtab[MAX_SEGS];
 static _Atomic uint32_t seg_bump;
 static _Atomic uint64_t pool_dirty_head, pool_clean_head;
 
-static void *os_map_flags(size_t len, int flags)
-{
-	int e = errno;
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
-
-	errno = e;
-	if (p == MAP_FAILED)
-		return NULL;
-	/* Every mapping of ours holds lists and counters changed with
-	 * atomics, objects too while they are free: race detectors skip it
-	 * all, except each object from its allocation to its free
-	 * (san_alloc/san_free). */
-	vg_private(p, len);
-	return p;
-}
-
-void *os_map(size_t len)
-{
-	return os_map_flags(len, 0);
-}
-
-void os_unmap(void *p, size_t len)
-{
-	int e = errno;
-
-	munmap(p, len);
-	errno = e;
-}
-
-void segmap_init(void)
+void rqs_segmap_init(void)
 {
 	size_t len = SEG_UNITS / 8;
-	_Atomic uint64_t *cur = atomic_load_explicit(&alloc_segmap, memory_order_acquire);
+	_Atomic uint64_t *cur = atomic_load_explicit(&rqs_alloc_segmap, memory_order_acquire);
 	_Atomic uint64_t *mine;
 
 	if (cur)
 		return;
 	/* Address space only: a page of the map becomes resident when a
 	 * segment in its 128 GiB range is created. */
-	mine = os_map_flags(len, MAP_NORESERVE);
+	mine = rqs_os_reserve(len);
 	if (!mine)
 		return;
 	/* release: publishes the (zero) map; losers unmap their copy. */
-	if (!atomic_compare_exchange_strong_explicit(&alloc_segmap, &cur, mine,
+	if (!atomic_compare_exchange_strong_explicit(&rqs_alloc_segmap, &cur, mine,
 						     memory_order_release, memory_order_acquire))
-		os_unmap(mine, len);
+		rqs_os_unmap(mine, len);
 }
 
 static struct page *page_by_id(uint32_t id)
@@ -132,24 +103,24 @@ static struct page *segment_new(void)
 	uintptr_t raw, base, u;
 	struct segment *seg;
 
-	segmap_init();
-	map = atomic_load_explicit(&alloc_segmap, memory_order_acquire);
+	rqs_segmap_init();
+	map = atomic_load_explicit(&rqs_alloc_segmap, memory_order_acquire);
 	if (!map)
 		return NULL;
 	idx = atomic_fetch_add_explicit(&seg_bump, 1, memory_order_relaxed);
 	if (idx >= MAX_SEGS)
 		return NULL;
 	/* Twice the size, then trim to a 4 MiB-aligned 4 MiB. */
-	raw = (uintptr_t)os_map(2 * SEG_SIZE);
+	raw = (uintptr_t)rqs_os_map(2 * SEG_SIZE);
 	if (!raw)
 		return NULL;
 	base = (raw + SEG_MASK) & ~SEG_MASK;
 	if (base > raw)
-		os_unmap((void *)raw, base - raw);
-	os_unmap((void *)(base + SEG_SIZE), raw + SEG_SIZE - base);
+		rqs_os_unmap((void *)raw, base - raw);
+	rqs_os_unmap((void *)(base + SEG_SIZE), raw + SEG_SIZE - base);
 	u = base >> SEG_SHIFT;
 	if (u >= SEG_UNITS) {
-		os_unmap((void *)base, SEG_SIZE);
+		rqs_os_unmap((void *)base, SEG_SIZE);
 		return NULL;
 	}
 	seg = (struct segment *)base;
@@ -169,13 +140,13 @@ static struct page *segment_new(void)
 	 * initialised header. */
 	atomic_store_explicit(&segtab[idx], seg, memory_order_release);
 	atomic_fetch_or_explicit(&map[u / 64], 1ull << (u % 64), memory_order_release);
-	count_shared(&alloc_gstats.segments, 1);
-	count_shared(&alloc_gstats.pool_clean, PAGES_PER_SEG - 2);
+	count_shared(&rqs_alloc_gstats.segments, 1);
+	count_shared(&rqs_alloc_gstats.pool_clean, PAGES_PER_SEG - 2);
 	stack_push(&pool_clean_head, &seg->pages[2], &seg->pages[PAGES_PER_SEG - 1]);
 	return &seg->pages[1];
 }
 
-struct page *pool_get(void)
+struct page *rqs_pool_get(void)
 {
 	struct page *pg;
 	int round;
@@ -183,17 +154,17 @@ struct page *pool_get(void)
 	for (round = 0; round < 2; round++) {
 		pg = stack_pop(&pool_dirty_head);
 		if (pg) {
-			atomic_fetch_sub_explicit(&alloc_gstats.pool_dirty, 1, memory_order_relaxed);
+			atomic_fetch_sub_explicit(&rqs_alloc_gstats.pool_dirty, 1, memory_order_relaxed);
 			return pg;
 		}
 		pg = stack_pop(&pool_clean_head);
 		if (pg) {
-			atomic_fetch_sub_explicit(&alloc_gstats.pool_clean, 1, memory_order_relaxed);
+			atomic_fetch_sub_explicit(&rqs_alloc_gstats.pool_clean, 1, memory_order_relaxed);
 			return pg;
 		}
 		/* Before mapping more: pages that other threads freed into
 		 * heaps of exited threads. */
-		if (round == 0 && heap_reap_abandoned(REAP_PER_REFILL) == 0 &&
+		if (round == 0 && rqs_heap_reap_abandoned(REAP_PER_REFILL) == 0 &&
 		    !atomic_load_explicit(&pool_dirty_head, memory_order_relaxed) &&
 		    !atomic_load_explicit(&pool_clean_head, memory_order_relaxed))
 			break;
@@ -207,44 +178,44 @@ static void page_decommit(struct page *pg)
 
 	madvise(page_start(pg), PAGE_SIZE, MADV_DONTNEED);
 	errno = e;
-	count_shared(&alloc_gstats.madvise_calls, 1);
+	count_shared(&rqs_alloc_gstats.madvise_calls, 1);
 }
 
-void pool_put(struct page *pg)
+void rqs_pool_put(struct page *pg)
 {
-	if (atomic_load_explicit(&alloc_gstats.pool_dirty, memory_order_relaxed) >= POOL_DIRTY_MAX) {
+	if (atomic_load_explicit(&rqs_alloc_gstats.pool_dirty, memory_order_relaxed) >= POOL_DIRTY_MAX) {
 		page_decommit(pg);
 		atomic_store_explicit(&pg->clean, 1, memory_order_relaxed);
-		count_shared(&alloc_gstats.pool_clean, 1);
+		count_shared(&rqs_alloc_gstats.pool_clean, 1);
 		stack_push(&pool_clean_head, pg, pg);
 		return;
 	}
 	atomic_store_explicit(&pg->clean, 0, memory_order_relaxed);
-	count_shared(&alloc_gstats.pool_dirty, 1);
+	count_shared(&rqs_alloc_gstats.pool_dirty, 1);
 	stack_push(&pool_dirty_head, pg, pg);
 }
 
-size_t pool_trim(void)
+size_t rqs_pool_trim(void)
 {
-	uint64_t max = atomic_load_explicit(&alloc_gstats.pool_dirty, memory_order_relaxed) + 16;
+	uint64_t max = atomic_load_explicit(&rqs_alloc_gstats.pool_dirty, memory_order_relaxed) + 16;
 	size_t n = 0;
 	struct page *pg;
 
 	/* One page at a time: each is ours while we madvise it. */
 	while (max-- > 0 && (pg = stack_pop(&pool_dirty_head)) != NULL) {
-		atomic_fetch_sub_explicit(&alloc_gstats.pool_dirty, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&rqs_alloc_gstats.pool_dirty, 1, memory_order_relaxed);
 		page_decommit(pg);
 		atomic_store_explicit(&pg->clean, 1, memory_order_relaxed);
-		count_shared(&alloc_gstats.pool_clean, 1);
+		count_shared(&rqs_alloc_gstats.pool_clean, 1);
 		stack_push(&pool_clean_head, pg, pg);
 		n += PAGE_SIZE;
 	}
 	return n;
 }
 
-ALLOC_FN void page_init(struct page *pg, struct heap *owner, unsigned c)
+ALLOC_FN void rqs_page_init(struct page *pg, struct heap *owner, unsigned c)
 {
-	uint32_t bs = alloc_class_size[c];
+	uint32_t bs = rqs_alloc_class_size[c];
 
 	pg->heap = owner;
 	pg->cls = (uint8_t)c;
@@ -270,5 +241,5 @@ ALLOC_FN void page_init(struct page *pg, struct heap *owner, unsigned c)
 	pg->free = NULL;
 	pg->in_partial = 0;
 	pg->next = pg->prev = NULL;
-	atomic_fetch_add_explicit(&alloc_gstats.pages_active, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&rqs_alloc_gstats.pages_active, 1, memory_order_relaxed);
 }

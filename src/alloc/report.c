@@ -49,18 +49,18 @@ static __attribute__((noreturn)) void die(const char *what, const void *p)
 void (*rqspin__alloc_test_hook)(unsigned where, unsigned cls);
 #endif
 
-void alloc_bad_pointer(const char *what, const void *p)
+void rqs_alloc_bad_pointer(const char *what, const void *p)
 {
 #if RQSPIN_ALLOC_DEBUG
 	die(what, p);
 #else
 	(void)what;
 	(void)p;
-	count_shared(&alloc_gstats.bad_frees, 1);
+	count_shared(&rqs_alloc_gstats.bad_frees, 1);
 #endif
 }
 
-void alloc_corrupt(const char *what, const void *p)
+void rqs_alloc_corrupt(const char *what, const void *p)
 {
 	die(what, p);
 }

@@ -44,12 +44,8 @@ static inline ALLOC_FN void link_set(struct block *b, uint32_t v)
 /* The possibly stale read described above. Not a synchronising access:
  * ThreadSanitizer would report the (harmless) race with the user of an
  * object popped meanwhile. */
-#if defined(__SANITIZE_THREAD__)
+#ifdef RQS_TSAN
 __attribute__((no_sanitize("thread")))
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-__attribute__((no_sanitize("thread")))
-#endif
 #endif
 static ALLOC_FN __attribute__((noinline)) uint32_t
 link_peek(const struct block *b)
@@ -73,17 +69,17 @@ static ALLOC_FN void push_chain(unsigned c, uint32_t first_id, struct block *las
 
 static ALLOC_FN bool reserve_grow(unsigned c)
 {
-	struct page *pg = pool_get();
+	struct page *pg = rqs_pool_get();
 	uint32_t rno, i, bs, cap, base;
 
 	if (!pg)
 		return false;
 	rno = atomic_fetch_add_explicit(&rcount, 1, memory_order_relaxed);
 	if (rno >= RES_MAX_PAGES) {
-		pool_put(pg);
+		rqs_pool_put(pg);
 		return false;
 	}
-	page_init(pg, OWNER_RESERVE, c);
+	rqs_page_init(pg, OWNER_RESERVE, c);
 	pg->rno = rno;
 	bs = pg->bsize;
 	cap = pg->capacity;
@@ -103,12 +99,12 @@ static ALLOC_FN bool reserve_grow(unsigned c)
 	}
 	/* release: see rblock. */
 	atomic_store_explicit(&rpages[rno], pg, memory_order_release);
-	count_shared(&alloc_gstats.reserve_pages, 1);
+	count_shared(&rqs_alloc_gstats.reserve_pages, 1);
 	push_chain(c, base, (struct block *)(page_start(pg) + (size_t)(cap - 1) * bs));
 	return true;
 }
 
-ALLOC_FN struct block *reserve_alloc(unsigned c)
+ALLOC_FN struct block *rqs_reserve_alloc(unsigned c)
 {
 	for (;;) {
 		/* acquire (load and failed CAS): the object named by the head
@@ -124,12 +120,12 @@ ALLOC_FN struct block *reserve_alloc(unsigned c)
 								  memory_order_acquire)) {
 #if RQSPIN_ALLOC_DEBUG
 				if (c != 0 && b->canary != block_canary(b))
-					alloc_corrupt("free object was modified (use after free?)", b);
+					rqs_alloc_corrupt("free object was modified (use after free?)", b);
 				if (c == 0)
 					tiny_mark_used(b);
 #endif
-				count_shared(&alloc_gstats.reserve_allocs, 1);
-				count_shared(&alloc_gstats.reserve_cls[c], 1);
+				count_shared(&rqs_alloc_gstats.reserve_allocs, 1);
+				count_shared(&rqs_alloc_gstats.reserve_cls[c], 1);
 				return b;
 			}
 		}
@@ -138,24 +134,24 @@ ALLOC_FN struct block *reserve_alloc(unsigned c)
 	}
 }
 
-ALLOC_FN void reserve_free(struct page *pg, struct block *b)
+ALLOC_FN void rqs_reserve_free(struct page *pg, struct block *b)
 {
 	uint32_t idx = page_block_index(pg, (uintptr_t)b);
 	uint32_t bs = pg->bsize;
 
 	if (idx == UINT32_MAX) {
-		alloc_bad_pointer("free of a pointer that is not the start of an object", b);
+		rqs_alloc_bad_pointer("free of a pointer that is not the start of an object", b);
 		return;
 	}
 	if ((bs >= 16 && b->canary == block_canary(b)) ||
 	    (RQSPIN_ALLOC_DEBUG && bs < 16 && !tiny_mark_free(b))) {
-		alloc_bad_pointer("double free", b);
+		rqs_alloc_bad_pointer("double free", b);
 		return;
 	}
 	san_free(b, bs, bs < 16 ? bs : 16);
 	if (bs >= 16)
 		b->canary = block_canary(b);
-	count_shared(&alloc_gstats.reserve_frees, 1);
-	count_shared(&alloc_gstats.reserve_cls_free[pg->cls], 1);
+	count_shared(&rqs_alloc_gstats.reserve_frees, 1);
+	count_shared(&rqs_alloc_gstats.reserve_cls_free[pg->cls], 1);
 	push_chain(pg->cls, (pg->rno << RES_IDX_BITS) | idx, b);
 }

@@ -3,7 +3,7 @@
 #include "alloc/alloc_internal.h"
 #include "valgrind/vg.h"
 
-ALLOC_FN void san_alloc_slow(void *p, size_t n, size_t slot, int zeroed)
+ALLOC_FN void rqs_san_alloc_slow(void *p, size_t n, size_t slot, int zeroed)
 {
 #ifdef ALLOC_ASAN
 	ASAN_UNPOISON_MEMORY_REGION(p, n);
@@ -23,7 +23,7 @@ ALLOC_FN void san_alloc_slow(void *p, size_t n, size_t slot, int zeroed)
 	(void)zeroed;
 }
 
-ALLOC_FN void san_free_slow(void *p, size_t n, size_t keep)
+ALLOC_FN void rqs_san_free_slow(void *p, size_t n, size_t keep)
 {
 #ifdef ALLOC_VALGRIND
 	VALGRIND_FREELIKE_BLOCK(p, 0);
@@ -41,7 +41,7 @@ ALLOC_FN void san_free_slow(void *p, size_t n, size_t keep)
 	(void)keep;
 }
 
-ALLOC_FN void san_carve_slow(void *p, size_t n)
+ALLOC_FN void rqs_san_carve_slow(void *p, size_t n)
 {
 #ifdef ALLOC_VALGRIND
 	/* The page may have held freed objects of another size class. */
@@ -62,7 +62,7 @@ static size_t *exact_word(const void *p, size_t bs)
 	return (size_t *)((uintptr_t)p + bs - sizeof(size_t));
 }
 
-ALLOC_FN void san_exact(void *p, size_t size, size_t bs)
+ALLOC_FN void rqs_san_exact(void *p, size_t size, size_t bs)
 {
 	size_t *w = exact_word(p, bs);
 
@@ -73,7 +73,7 @@ ALLOC_FN void san_exact(void *p, size_t size, size_t bs)
 	VALGRIND_MAKE_MEM_NOACCESS(w, sizeof(*w));
 }
 
-ALLOC_FN size_t san_exact_size(const void *p, size_t bs)
+ALLOC_FN size_t rqs_san_exact_size(const void *p, size_t bs)
 {
 	size_t *w = exact_word(p, bs), size;
 

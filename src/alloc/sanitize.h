@@ -17,12 +17,10 @@
 
 #include <stddef.h>
 
-#if defined(__SANITIZE_ADDRESS__)
+#include "common/compiler.h"
+
+#ifdef RQS_ASAN
 #define ALLOC_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ALLOC_ASAN 1
-#endif
 #endif
 
 #ifdef ALLOC_ASAN
@@ -46,7 +44,7 @@
 #if defined(ALLOC_ASAN)
 #define SAN_ACTIVE 1
 #elif defined(ALLOC_VALGRIND)
-#define SAN_ACTIVE __builtin_expect(rqspin__valgrind != 0, 0)
+#define SAN_ACTIVE RQS_UNLIKELY(rqspin__valgrind != 0)
 #else
 #define SAN_ACTIVE 0
 #endif
@@ -64,25 +62,25 @@
 
 /* The object [p, p+n) is handed to the user; its slot is [p, p+slot)
  * (the rest is redzone under Valgrind). */
-void san_alloc_slow(void *p, size_t n, size_t slot, int zeroed);
+void rqs_san_alloc_slow(void *p, size_t n, size_t slot, int zeroed);
 /* The object [p, p+n) is freed; we are about to write its first `keep`
  * bytes (links): call before writing them. It is poisoned, and must be
  * published on a list only after this. */
-void san_free_slow(void *p, size_t n, size_t keep);
+void rqs_san_free_slow(void *p, size_t n, size_t keep);
 /* Fresh, never-allocated objects [p, p+n) (carved from a page). */
-void san_carve_slow(void *p, size_t n);
+void rqs_san_carve_slow(void *p, size_t n);
 
 static inline void san_alloc(void *p, size_t n, size_t slot, int zeroed)
 {
 	if (SAN_ACTIVE)
-		san_alloc_slow(p, n, slot, zeroed);
+		rqs_san_alloc_slow(p, n, slot, zeroed);
 }
 
 /* What the user may use of a large object of size bytes in room bytes. */
 static inline size_t san_large_usable(size_t size, size_t room)
 {
 #ifdef ALLOC_VALGRIND
-	if (__builtin_expect(rqspin__valgrind != 0, 0))
+	if (RQS_UNLIKELY(rqspin__valgrind != 0))
 		return size;
 #endif
 	(void)size;
@@ -90,11 +88,11 @@ static inline size_t san_large_usable(size_t size, size_t room)
 }
 
 /* Under Valgrind: what finish_slow first announces of a slot of bs bytes
- * (everything but the redzone), before san_exact trims it to the request. */
+ * (everything but the redzone), before rqs_san_exact trims it to the request. */
 static inline size_t san_slot_usable(size_t bs)
 {
 #ifdef ALLOC_VALGRIND
-	if (__builtin_expect(rqspin__valgrind != 0, 0))
+	if (RQS_UNLIKELY(rqspin__valgrind != 0))
 		return bs - SAN_REDZONE;
 #endif
 	return bs;
@@ -102,16 +100,16 @@ static inline size_t san_slot_usable(size_t bs)
 
 /* Under Valgrind: object p (slot of bs bytes) is the user's size bytes
  * only; the size is kept in the slot's last word, inside the redzone. */
-void san_exact(void *p, size_t size, size_t bs);
-size_t san_exact_size(const void *p, size_t bs);
+void rqs_san_exact(void *p, size_t size, size_t bs);
+size_t rqs_san_exact_size(const void *p, size_t bs);
 
 /* What the user may use of the small object p of class size bs: the
  * class size, or under Valgrind exactly the request. */
 static inline size_t san_usable(const void *p, size_t bs)
 {
 #ifdef ALLOC_VALGRIND
-	if (__builtin_expect(rqspin__valgrind != 0, 0))
-		return san_exact_size(p, bs);
+	if (RQS_UNLIKELY(rqspin__valgrind != 0))
+		return rqs_san_exact_size(p, bs);
 #endif
 	(void)p;
 	return bs;
@@ -120,13 +118,13 @@ static inline size_t san_usable(const void *p, size_t bs)
 static inline void san_free(void *p, size_t n, size_t keep)
 {
 	if (SAN_ACTIVE)
-		san_free_slow(p, n, keep);
+		rqs_san_free_slow(p, n, keep);
 }
 
 static inline void san_carve(void *p, size_t n)
 {
 	if (SAN_ACTIVE)
-		san_carve_slow(p, n);
+		rqs_san_carve_slow(p, n);
 }
 
 #endif /* RQSPIN_ALLOC_SANITIZE_H */

@@ -99,7 +99,7 @@ static ALLOC_FN void partial_push(struct hclass *hc, struct page *pg)
 
 /* pg (not the current page) got free objects: it becomes a partial page,
  * or, if nothing of it is in use and no remote free is pending, empty. */
-ALLOC_FN void free_local_slow(struct heap *h, struct hclass *hc, struct page *pg)
+ALLOC_FN void rqs_free_local_slow(struct heap *h, struct hclass *hc, struct page *pg)
 {
 	/* relaxed: with used == 0 no object of pg is live, so no legitimate
 	 * remote free can start after this load; a NOTIFIED bit still set
@@ -107,7 +107,7 @@ ALLOC_FN void free_local_slow(struct heap *h, struct hclass *hc, struct page *pg
 	if (pg->used == 0 && atomic_load_explicit(&pg->xfree, memory_order_relaxed) == 0) {
 		if (pg->in_partial)
 			partial_unlink(hc, pg);
-		page_retire(h, pg);
+		rqs_page_retire(h, pg);
 		return;
 	}
 	if (!pg->in_partial && pg->free)
@@ -126,7 +126,7 @@ static ALLOC_FN void page_absorb_remote(struct heap *h, struct hclass *hc, struc
 	if (x & XFREE_PTR_MASK)
 		page_take_chain(pg, x);
 	if (pg != hc->page)
-		free_local_slow(h, hc, pg);
+		rqs_free_local_slow(h, hc, pg);
 }
 
 static ALLOC_FN void page_list_push(_Atomic(struct page *) *head, struct page *first,
@@ -141,7 +141,7 @@ static ALLOC_FN void page_list_push(_Atomic(struct page *) *head, struct page *f
 							memory_order_relaxed));
 }
 
-ALLOC_FN void heap_process_notify(struct heap *h, unsigned held_cls)
+ALLOC_FN void rqs_heap_process_notify(struct heap *h, unsigned held_cls)
 {
 	/* acquire: pairs with the release CAS in notify_push (links). */
 	struct page *list = atomic_exchange_explicit(&h->notify, NULL, memory_order_acquire);
@@ -185,10 +185,10 @@ static ALLOC_FN void free_into_page(struct heap *h, struct hclass *hc, struct pa
 	pg->used--;
 	count_owner(&hc->nfree, 1);
 	if (pg != hc->page && (!old || !pg->used))
-		free_local_slow(h, hc, pg);
+		rqs_free_local_slow(h, hc, pg);
 }
 
-ALLOC_FN void heap_drain_deferred(struct heap *h, unsigned held_cls)
+ALLOC_FN void rqs_heap_drain_deferred(struct heap *h, unsigned held_cls)
 {
 	/* acquire: pairs with the release CAS in free_deferred. */
 	struct block *list = atomic_exchange_explicit(&h->deferred, NULL, memory_order_acquire);
@@ -242,24 +242,24 @@ static ALLOC_FN struct page *heap_page_get(struct heap *h, unsigned c)
 		busy_clear(&h->hbusy);
 	}
 	if (!pg)
-		pg = pool_get();
+		pg = rqs_pool_get();
 	if (pg)
-		page_init(pg, h, c);
+		rqs_page_init(pg, h, c);
 	return pg;
 }
 
-ALLOC_FN struct block *class_alloc_slow(struct heap *h, struct hclass *hc, unsigned c)
+ALLOC_FN struct block *rqs_class_alloc_slow(struct heap *h, struct hclass *hc, unsigned c)
 {
 	struct page *pg = hc->page;
 	struct block *b;
 
 	ALLOC_TEST_HOOK(HOOK_SLOW, c);
 	if (atomic_load_explicit(&h->deferred, memory_order_relaxed))
-		heap_drain_deferred(h, c);
-	if (!pg->free && pg != &alloc_empty_page && !page_collect(pg) && pg->bump < pg->capacity)
+		rqs_heap_drain_deferred(h, c);
+	if (!pg->free && pg != &rqs_alloc_empty_page && !page_collect(pg) && pg->bump < pg->capacity)
 		page_carve(pg);
 	if (!pg->free && atomic_load_explicit(&h->notify, memory_order_relaxed))
-		heap_process_notify(h, c);
+		rqs_heap_process_notify(h, c);
 	if (!pg->free) {
 		/* pg is full: it leaves the lists until a free into it (local,
 		 * or remote through the notify list) makes it partial again. */
@@ -277,7 +277,7 @@ ALLOC_FN struct block *class_alloc_slow(struct heap *h, struct hclass *hc, unsig
 	b = pg->free;
 #if RQSPIN_ALLOC_DEBUG
 	if (c != 0 && b->canary != block_canary(b))
-		alloc_corrupt("free object was modified (use after free?)", b);
+		rqs_alloc_corrupt("free object was modified (use after free?)", b);
 	if (c == 0)
 		tiny_mark_used(b);
 #endif
@@ -286,14 +286,14 @@ ALLOC_FN struct block *class_alloc_slow(struct heap *h, struct hclass *hc, unsig
 	return b;
 }
 
-ALLOC_FN void page_retire(struct heap *h, struct page *pg)
+ALLOC_FN void rqs_page_retire(struct heap *h, struct page *pg)
 {
 	pg->free = NULL;
 	pg->used = 0;
 	pg->in_partial = 0;
 	pg->next = pg->prev = NULL;
 	pg->heap = OWNER_POOL;
-	atomic_fetch_sub_explicit(&alloc_gstats.pages_active, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&rqs_alloc_gstats.pages_active, 1, memory_order_relaxed);
 	/* The cache's count is read only once its flag is ours: a handler
 	 * that ran between a check of the count and the flag could fill the
 	 * cache under us. */
@@ -308,16 +308,16 @@ ALLOC_FN void page_retire(struct heap *h, struct page *pg)
 		}
 		busy_clear(&h->hbusy);
 	}
-	pool_put(pg);
+	rqs_pool_put(pg);
 }
 
-ALLOC_FN size_t heap_collect_all(struct heap *h, bool release_current)
+ALLOC_FN size_t rqs_heap_collect_all(struct heap *h, bool release_current)
 {
-	size_t before = atomic_load_explicit(&alloc_gstats.madvise_calls, memory_order_relaxed);
+	size_t before = atomic_load_explicit(&rqs_alloc_gstats.madvise_calls, memory_order_relaxed);
 	unsigned c;
 
-	heap_drain_deferred(h, NO_CLASS);
-	heap_process_notify(h, NO_CLASS);
+	rqs_heap_drain_deferred(h, NO_CLASS);
+	rqs_heap_process_notify(h, NO_CLASS);
 	for (c = 0; c < NCLASSES; c++) {
 		struct hclass *hc = &h->cls[c];
 		struct page *pg;
@@ -328,17 +328,17 @@ ALLOC_FN size_t heap_collect_all(struct heap *h, bool release_current)
 		 * before we set it may have released that page already. */
 		busy_set(&hc->busy);
 		pg = hc->page;
-		if (pg != &alloc_empty_page) {
+		if (pg != &rqs_alloc_empty_page) {
 			page_collect(pg);
 			if (release_current && pg->used == 0 &&
 			    atomic_load_explicit(&pg->xfree, memory_order_relaxed) == 0) {
-				hc->page = &alloc_empty_page;
-				page_retire(h, pg);
+				hc->page = &rqs_alloc_empty_page;
+				rqs_page_retire(h, pg);
 			}
 		}
 		busy_clear(&hc->busy);
 	}
-	heap_flush_cache(h);
-	return (atomic_load_explicit(&alloc_gstats.madvise_calls, memory_order_relaxed) - before) *
+	rqs_heap_flush_cache(h);
+	return (atomic_load_explicit(&rqs_alloc_gstats.madvise_calls, memory_order_relaxed) - before) *
 	       PAGE_SIZE;
 }

@@ -8,7 +8,7 @@
  * cycle counter would be cheaper but needs calibration and is not
  * synchronised across sockets on every machine; waits here check the
  * clock at most once per spin budget, so the vDSO cost does not matter. */
-uint64_t arch_now_ns(void)
+uint64_t rqs_arch_now_ns(void)
 {
 	struct timespec ts;
 

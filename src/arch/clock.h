@@ -7,6 +7,6 @@
 
 /* Nanoseconds of CLOCK_MONOTONIC (through the vDSO: no syscall, no lock,
  * safe in signal handlers). Implemented per architecture. */
-uint64_t arch_now_ns(void);
+uint64_t rqs_arch_now_ns(void);
 
 #endif

@@ -22,20 +22,20 @@ static bool lock_is_busy(const void *lock)
 	return (val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL || (val & RQSPIN__PENDING_MASK);
 }
 
-void deadlock_wait_begin(struct rqspin_thread *self, const void *lock, struct wait_token *t)
+void rqs_deadlock_wait_begin(struct rqspin_thread *self, const void *lock, struct wait_token *t)
 {
 	t->prev_waiting = held_waiting_for(self);
 	t->candidate = false;
 	atomic_store_explicit(&self->waiting_for, lock, memory_order_relaxed);
-	t->holding = held_holds_any(self, true);
+	t->holding = rqs_held_holds_any(self, true);
 	if (t->holding && self->slot != NO_SLOT)
-		t->candidate = registry_candidate_mark(self->slot);
+		t->candidate = rqs_registry_candidate_mark(self->slot);
 }
 
-void deadlock_wait_end(struct rqspin_thread *self, struct wait_token *t)
+void rqs_deadlock_wait_end(struct rqspin_thread *self, struct wait_token *t)
 {
 	if (t->candidate) {
-		registry_candidate_clear(self->slot);
+		rqs_registry_candidate_clear(self->slot);
 		t->candidate = false;
 	}
 	atomic_store_explicit(&self->waiting_for, t->prev_waiting, memory_order_relaxed);
@@ -49,7 +49,7 @@ static inline bool slot_in(const struct rqspin_slot *s, uint32_t state)
 /* Does t hold lock, as far as its table tells? */
 static inline bool holds(const struct rqspin_thread *t, const void *lock)
 {
-	return held_by(t, lock, held_waiting_for(t) == lock);
+	return rqs_held_by(t, lock, held_waiting_for(t) == lock);
 }
 
 /* A thread in the given slot state, other than self, that holds lock. The
@@ -58,17 +58,17 @@ static inline bool holds(const struct rqspin_thread *t, const void *lock)
 static const struct rqspin_thread *find_holder_in(const struct rqspin_thread *self,
 						  const void *lock, uint32_t state)
 {
-	uint32_t n = registry_high_water(), i;
+	uint32_t n = rqs_registry_high_water(), i;
 
 	for (i = 0; i < n; i++) {
-		const struct rqspin_slot *s = registry_slot(i);
+		const struct rqspin_slot *s = rqs_registry_slot(i);
 
 		if (!s)
 			continue;
 		/* Slots are about a kilobyte apart: ask for the count a few
 		 * slots ahead, so that the misses of a long scan overlap. */
 		if (i + 8 < n) {
-			const struct rqspin_slot *ahead = registry_slot(i + 8);
+			const struct rqspin_slot *ahead = rqs_registry_slot(i + 8);
 
 			if (ahead)
 				__builtin_prefetch(&ahead->t.hot.held.cnt);
@@ -81,18 +81,18 @@ static const struct rqspin_thread *find_holder_in(const struct rqspin_thread *se
 	return NULL;
 }
 
-const struct rqspin_thread *deadlock_holder(const struct rqspin_thread *self, const void *lock)
+const struct rqspin_thread *rqs_deadlock_holder(const struct rqspin_thread *self, const void *lock)
 {
 	return find_holder_in(self, lock, SLOT_USED);
 }
 
-const struct rqspin_thread *deadlock_waiter(const struct rqspin_thread *self, const void *lock,
+const struct rqspin_thread *rqs_deadlock_waiter(const struct rqspin_thread *self, const void *lock,
 					    uint32_t state, uint32_t role)
 {
-	uint32_t n = registry_high_water(), i;
+	uint32_t n = rqs_registry_high_water(), i;
 
 	for (i = 0; i < n; i++) {
-		const struct rqspin_slot *s = registry_slot(i);
+		const struct rqspin_slot *s = rqs_registry_slot(i);
 
 		if (!s || &s->t == self || held_waiting_for(&s->t) != lock || !slot_in(s, state))
 			continue;
@@ -121,18 +121,18 @@ static const struct rqspin_thread *candidate_holder(const struct rqspin_thread *
 						    const void *lock)
 {
 	struct holder_query q = { self, lock };
-	struct rqspin_slot *s = registry_candidate_find(waiting_holder, &q);
+	struct rqspin_slot *s = rqs_registry_candidate_find(waiting_holder, &q);
 
 	return s ? &s->t : NULL;
 }
 
-const struct rqspin_thread *deadlock_live_taker(const struct rqspin_thread *self,
+const struct rqspin_thread *rqs_deadlock_live_taker(const struct rqspin_thread *self,
 						const void *lock)
 {
-	uint32_t n = registry_high_water(), i;
+	uint32_t n = rqs_registry_high_water(), i;
 
 	for (i = 0; i < n; i++) {
-		const struct rqspin_slot *s = registry_slot(i);
+		const struct rqspin_slot *s = rqs_registry_slot(i);
 		uint32_t role;
 
 		if (!s || &s->t == self || held_waiting_for(&s->t) != lock || !slot_in(s, SLOT_USED))
@@ -144,20 +144,20 @@ const struct rqspin_thread *deadlock_live_taker(const struct rqspin_thread *self
 	return NULL;
 }
 
-const struct rqspin_thread *deadlock_ghost_holder(const void *lock)
+const struct rqspin_thread *rqs_deadlock_ghost_holder(const void *lock)
 {
-	return find_holder_in(NULL, lock, SLOT_GHOST);
+	return find_holder_in(NULL, lock, RQS_TABLE_RETIRED);
 }
 
-const struct rqspin_thread *deadlock_ghost_taker(const void *lock)
+const struct rqspin_thread *rqs_deadlock_ghost_taker(const void *lock)
 {
-	uint32_t n = registry_high_water(), i;
+	uint32_t n = rqs_registry_high_water(), i;
 
 	for (i = 0; i < n; i++) {
-		const struct rqspin_slot *s = registry_slot(i);
+		const struct rqspin_slot *s = rqs_registry_slot(i);
 
-		if (s && slot_in(s, SLOT_GHOST) && held_waiting_for(&s->t) == lock &&
-		    held_by(&s->t, lock, false))
+		if (s && slot_in(s, RQS_TABLE_RETIRED) && held_waiting_for(&s->t) == lock &&
+		    rqs_held_by(&s->t, lock, false))
 			return &s->t;
 	}
 	return NULL;
@@ -192,21 +192,21 @@ static unsigned walk(const struct rqspin_thread *self, const void *lock, struct 
 		c->thread[c->n] = h;
 		c->waits[c->n] = next;
 		c->n++;
-		if (held_by(self, next, next == lock))
+		if (rqs_held_by(self, next, next == lock))
 			return c->n; /* back to us */
 		cur = next;
 	}
 	return 0;
 }
 
-int deadlock_find(struct rqspin_thread *self, const void *lock, struct deadlock_chain *chain)
+int rqs_deadlock_find(struct rqspin_thread *self, const void *lock, struct deadlock_chain *chain)
 {
 	struct deadlock_chain c1;
 	unsigned len, k;
 
 	/* A thread that holds no lock is in no cycle: the search is skipped,
 	 * which keeps it off every single-lock workload. */
-	if (!held_holds_any(self, true))
+	if (!rqs_held_holds_any(self, true))
 		return 0;
 	stat_inc(&self->stats.deadlock_checks);
 	len = walk(self, lock, &c1);
@@ -225,14 +225,14 @@ int deadlock_find(struct rqspin_thread *self, const void *lock, struct deadlock_
 		    held_waiting_for(h) != c1.waits[k])
 			return 0;
 	}
-	if (!held_by(self, c1.waits[c1.n - 1], c1.waits[c1.n - 1] == lock))
+	if (!rqs_held_by(self, c1.waits[c1.n - 1], c1.waits[c1.n - 1] == lock))
 		return 0;
 	if (chain)
 		*chain = c1;
 	return len == 2 ? RQSPIN_EV_ABBA : RQSPIN_EV_CYCLE;
 }
 
-void failure_count(struct rqspin_thread *self, int event)
+void rqs_failure_count(struct rqspin_thread *self, int event)
 {
 	struct thread_stats *st = &self->stats;
 
@@ -245,7 +245,7 @@ void failure_count(struct rqspin_thread *self, int event)
 	}
 }
 
-void failure_report_build(struct rqspin_report *rep, int event, int error, const void *lock,
+void rqs_failure_report_build(struct rqspin_report *rep, int event, int error, const void *lock,
 			  uint64_t waited_ns, const struct rqspin_thread *self,
 			  const struct deadlock_chain *chain)
 {
@@ -260,13 +260,13 @@ void failure_report_build(struct rqspin_report *rep, int event, int error, const
 	if (event == RQSPIN_EV_ABBA || event == RQSPIN_EV_CYCLE) {
 		rep->nthreads = chain->n;
 		for (k = 0; k < chain->n; k++)
-			report_fill_thread(&rep->threads[k], chain->thread[k], chain->waits[k]);
+			rqs_report_fill_thread(&rep->threads[k], chain->thread[k], chain->waits[k]);
 	} else {
-		report_fill_thread(&rep->threads[0], self, lock);
+		rqs_report_fill_thread(&rep->threads[0], self, lock);
 	}
 }
 
-void report_fill_thread(struct rqspin_report_thread *out, const struct rqspin_thread *t,
+void rqs_report_fill_thread(struct rqspin_report_thread *out, const struct rqspin_thread *t,
 			const void *waits_for)
 {
 	uint32_t cnt = held_count(t);

@@ -35,48 +35,48 @@ struct deadlock_chain {
  * the chain is read again after the walk and must agree, and each lock
  * must be busy when read.
  */
-int deadlock_find(struct rqspin_thread *self, const void *lock, struct deadlock_chain *chain);
+int rqs_deadlock_find(struct rqspin_thread *self, const void *lock, struct deadlock_chain *chain);
 
 /* What a waiter publishes for the searches of other threads: the lock it
  * waits for and, when it holds another lock, its candidate bit. The
  * previous values (of the code a signal handler interrupted) are kept in
- * the token and restored by deadlock_wait_end. */
+ * the token and restored by rqs_deadlock_wait_end. */
 struct wait_token {
 	const void *prev_waiting;
 	bool holding;   /* holds another lock: may be in a cycle */
 	bool candidate; /* this call set the candidate bit */
 };
-void deadlock_wait_begin(struct rqspin_thread *self, const void *lock, struct wait_token *t);
-void deadlock_wait_end(struct rqspin_thread *self, struct wait_token *t);
+void rqs_deadlock_wait_begin(struct rqspin_thread *self, const void *lock, struct wait_token *t);
+void rqs_deadlock_wait_end(struct rqspin_thread *self, struct wait_token *t);
 
 /* A live thread other than self whose table says it holds lock, or NULL. */
-const struct rqspin_thread *deadlock_holder(const struct rqspin_thread *self, const void *lock);
+const struct rqspin_thread *rqs_deadlock_holder(const struct rqspin_thread *self, const void *lock);
 /* A thread in slot state `state`, other than self, waiting for lock in
  * role `role` (ROLE_NONE: any role), or NULL. */
-const struct rqspin_thread *deadlock_waiter(const struct rqspin_thread *self, const void *lock,
+const struct rqspin_thread *rqs_deadlock_waiter(const struct rqspin_thread *self, const void *lock,
 					    uint32_t state, uint32_t role);
 /* A live thread other than self that waits for lock in a role that can
  * take it (pending, no-node, or between its entry and its queueing): it
  * may hold it already while it still shows its wait. NULL if none. */
-const struct rqspin_thread *deadlock_live_taker(const struct rqspin_thread *self,
+const struct rqspin_thread *rqs_deadlock_live_taker(const struct rqspin_thread *self,
 						const void *lock);
 /* A thread that vanished in fork() and still holds lock, or NULL. */
-const struct rqspin_thread *deadlock_ghost_holder(const void *lock);
+const struct rqspin_thread *rqs_deadlock_ghost_holder(const void *lock);
 /* A thread that vanished in fork() whose newest entry for lock is still
  * its attempt (it waited for lock): it may have taken the lock before it
  * could withdraw the wait. NULL if none. */
-const struct rqspin_thread *deadlock_ghost_taker(const void *lock);
+const struct rqspin_thread *rqs_deadlock_ghost_taker(const void *lock);
 
 /* A failed attempt of self on lock: count it by event (a thread_stats
  * counter), and build its report: the chain a cycle search found (not a
  * new walk: the other members may have backed out by now), else self. */
-void failure_count(struct rqspin_thread *self, int event);
-void failure_report_build(struct rqspin_report *rep, int event, int error, const void *lock,
+void rqs_failure_count(struct rqspin_thread *self, int event);
+void rqs_failure_report_build(struct rqspin_report *rep, int event, int error, const void *lock,
 			  uint64_t waited_ns, const struct rqspin_thread *self,
 			  const struct deadlock_chain *chain);
 
 /* Copy t's identity and table into a report entry. */
-void report_fill_thread(struct rqspin_report_thread *out, const struct rqspin_thread *t,
+void rqs_report_fill_thread(struct rqspin_report_thread *out, const struct rqspin_thread *t,
 			const void *waits_for);
 
 #endif

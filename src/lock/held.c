@@ -62,7 +62,7 @@ static uint32_t posted(const struct rqspin_thread *t, const void *lock)
 	return n;
 }
 
-bool held_by(const struct rqspin_thread *t, const void *lock, bool attempt)
+bool rqs_held_by(const struct rqspin_thread *t, const void *lock, bool attempt)
 {
 	uint32_t cnt = held_count_acquire(t);
 	uint32_t n = tracked(cnt), i, entries = 0, p;
@@ -80,7 +80,7 @@ bool held_by(const struct rqspin_thread *t, const void *lock, bool attempt)
 	return entries > p;
 }
 
-bool held_holds_any(const struct rqspin_thread *t, bool attempt)
+bool rqs_held_holds_any(const struct rqspin_thread *t, bool attempt)
 {
 	uint32_t cnt = held_count(t);
 	uint32_t n = tracked(cnt), i, live = 0;
@@ -106,6 +106,8 @@ static void remove_at(struct rqspin_thread *self, uint32_t i, uint32_t cnt)
 	uint32_t n = tracked(cnt);
 	uint32_t busy = self->table_busy;
 
+	/* The gap is a tracked entry of a non-empty table. */
+	rqs_assert(cnt > 0 && i < n);
 	self->table_busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	/* Copy down before clearing: every held lock stays in the table at
@@ -140,7 +142,7 @@ static void trim(struct rqspin_thread *self)
 /* Turn entries whose locks other threads released into RELEASED marks,
  * the oldest matching entry for each cell. In place, one store each, so a
  * handler may do it as long as no outer operation moves entries. */
-void held_drain(struct rqspin_thread *self)
+void rqs_held_drain(struct rqspin_thread *self)
 {
 	uint32_t c, i, n;
 
@@ -185,7 +187,9 @@ void rqspin__held_push_full(struct rqspin__thread_hot *hot, const void *lock)
 	struct rqspin_thread *self = (struct rqspin_thread *)hot;
 	uint32_t cnt;
 
-	held_drain(self);
+	/* Called only when the table is full (the inline push's test). */
+	rqs_assert(held_count(self) >= RQSPIN_NR_HELD);
+	rqs_held_drain(self);
 	cnt = held_count(self);
 	set_count(self, cnt + 1);
 	atomic_signal_fence(memory_order_seq_cst);
@@ -232,7 +236,7 @@ void rqspin__held_pop_slow(struct rqspin__thread_hot *hot, const void *lock)
 	(void)own_remove((struct rqspin_thread *)hot, lock);
 }
 
-void held_release_entry(struct rqspin_thread *self)
+void rqs_held_release_entry(struct rqspin_thread *self)
 {
 	uint32_t cnt = held_count(self);
 
@@ -253,15 +257,15 @@ void held_release_entry(struct rqspin_thread *self)
  * is waiting for), or NULL. */
 static struct rqspin_thread *foreign_owner(const struct rqspin_thread *self, const void *lock)
 {
-	uint32_t n = registry_high_water(), i;
+	uint32_t n = rqs_registry_high_water(), i;
 
 	for (i = 0; i < n; i++) {
-		struct rqspin_slot *s = registry_slot(i);
+		struct rqspin_slot *s = rqs_registry_slot(i);
 
 		if (!s || &s->t == self || held_count(&s->t) == 0 ||
 		    atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_USED)
 			continue;
-		if (held_by(&s->t, lock, held_waiting_for(&s->t) == lock))
+		if (rqs_held_by(&s->t, lock, held_waiting_for(&s->t) == lock))
 			return &s->t;
 	}
 	return NULL;
@@ -299,7 +303,7 @@ void rqspin__unlock_slow(struct rqspin__thread_hot *hot, void *lock)
 	struct rqspin_thread *self = (struct rqspin_thread *)hot;
 	struct rqspin_thread *owner;
 
-	held_drain(self);
+	rqs_held_drain(self);
 	if (find_newest(self, held_count(self), lock) >= 0) {
 		/* Ours, out of LIFO order. Store first, as in the inline
 		 * unlock: our handlers must never find the lock held by us
@@ -321,7 +325,7 @@ void rqspin__unlock_slow(struct rqspin__thread_hot *hot, void *lock)
 	(void)own_remove(self, lock);
 }
 
-bool held_claim_ghost_entry(struct rqspin_thread *ghost, const void *lock)
+bool rqs_held_claim_ghost_entry(struct rqspin_thread *ghost, const void *lock)
 {
 	uint32_t i = tracked(held_count(ghost));
 
@@ -344,12 +348,12 @@ bool held_claim_ghost_entry(struct rqspin_thread *ghost, const void *lock)
  * becomes RQSPIN__LOCKED_OWNER_DEAD so the next waiter takes the lock over
  * with -EOWNERDEAD instead of waiting for a timeout. Only entries that are
  * still holds count: released cells are subtracted first. */
-void held_abandon(struct rqspin_thread *t)
+void rqs_held_abandon(struct rqspin_thread *t)
 {
 	uint32_t cnt = held_count(t);
 	uint32_t n = tracked(cnt), i;
 
-	held_drain(t);
+	rqs_held_drain(t);
 	for (i = 0; i < n; i++) {
 		union rqspin__word *w = (union rqspin__word *)held_entry(t, i);
 		uint32_t val;

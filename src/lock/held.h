@@ -15,7 +15,7 @@ static inline uint32_t held_count(const struct rqspin_thread *t)
 }
 
 /* For another thread's table. acquire: pairs with the release store of
- * the count in held_release_entry, so entries read after this see at
+ * the count in rqs_held_release_entry, so entries read after this see at
  * least what the owner cleared before that count. */
 static inline uint32_t held_count_acquire(const struct rqspin_thread *t)
 {
@@ -35,26 +35,26 @@ static inline const void *held_waiting_for(const struct rqspin_thread *t)
 /* Does t's table say t holds lock? attempt: t's top entry for lock is the
  * acquisition in progress, not a hold. Cross-thread releases posted to t
  * are subtracted. Untracked holds (past the table) are invisible. */
-bool held_by(const struct rqspin_thread *t, const void *lock, bool attempt);
+bool rqs_held_by(const struct rqspin_thread *t, const void *lock, bool attempt);
 
 /* Might t hold any lock besides its attempt? (A thread that holds nothing
  * is in no deadlock cycle.) */
-bool held_holds_any(const struct rqspin_thread *t, bool attempt);
+bool rqs_held_holds_any(const struct rqspin_thread *t, bool attempt);
 
 /* AA: the calling thread, acquiring lock, already holds it. */
 static inline bool held_aa(const struct rqspin_thread *self, const void *lock)
 {
-	return held_by(self, lock, true);
+	return rqs_held_by(self, lock, true);
 }
 
 /* Drop the top entry after a failed acquisition. */
-void held_release_entry(struct rqspin_thread *self);
+void rqs_held_release_entry(struct rqspin_thread *self);
 
 /* In a forked child: turn a vanished thread's entry for lock into a
  * RELEASED mark. True for the one caller that did (it owns the repair). */
-bool held_claim_ghost_entry(struct rqspin_thread *ghost, const void *lock);
+bool rqs_held_claim_ghost_entry(struct rqspin_thread *ghost, const void *lock);
 
 /* Mark the entries other threads released (their posted cells). */
-void held_drain(struct rqspin_thread *self);
+void rqs_held_drain(struct rqspin_thread *self);
 
 #endif

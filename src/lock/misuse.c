@@ -3,7 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <rqspin/lock_common.h>
+#include <rqspin/static/lock_word.h>
 
 void rqspin__misuse(const char *what, const void *lock)
 {

@@ -124,7 +124,7 @@ static bool holder_dead(pid_t tid, bool check_zombie)
 	/* A killed process stays a zombie ('Z', then 'X') until it is
 	 * reaped, and kill() still finds it. */
 	if (!dead && check_zombie) {
-		char st = stall_thread_state(tid);
+		char st = rqs_stall_thread_state(tid);
 
 		dead = st == 'Z' || st == 'X';
 	}
@@ -158,20 +158,20 @@ static __attribute__((noinline, cold)) void fail(struct pwait *w, int ret)
 {
 	/* The failed attempt leaves the table before the report (a hook
 	 * that takes its time must not make us look like a holder). */
-	held_release_entry(w->self);
-	failure_count(w->self, w->event);
-	if (report_wanted()) {
+	rqs_held_release_entry(w->self);
+	rqs_failure_count(w->self, w->event);
+	if (rqs_report_wanted()) {
 		struct rqspin_report rep;
 
-		failure_report_build(&rep, w->event, ret, w->lock,
-				     w->start ? arch_now_ns() - w->start : 0, w->self, &w->chain);
+		rqs_failure_report_build(&rep, w->event, ret, w->lock,
+				     w->start ? rqs_arch_now_ns() - w->start : 0, w->self, &w->chain);
 		if (w->event == RQSPIN_EV_TIMEOUT && w->holder > 0) {
 			/* The holder may live in another process: only its
 			 * id is known. */
 			rep.nthreads = 2;
 			rep.threads[1].tid = w->holder;
 		}
-		report_emit(&rep);
+		rqs_report_emit(&rep);
 	}
 }
 
@@ -181,13 +181,13 @@ static __attribute__((noinline, cold)) void report_owner_dead(struct pwait *w)
 		.event = RQSPIN_EV_OWNER_DEAD,
 		.error = -EOWNERDEAD,
 		.lock = w->lock,
-		.waited_ns = w->start ? arch_now_ns() - w->start : 0,
+		.waited_ns = w->start ? rqs_arch_now_ns() - w->start : 0,
 		.nthreads = 2,
 	};
 
-	report_fill_thread(&rep.threads[0], w->self, w->lock);
+	rqs_report_fill_thread(&rep.threads[0], w->self, w->lock);
 	rep.threads[1].tid = w->holder;
-	report_emit(&rep);
+	rqs_report_emit(&rep);
 }
 
 /* The checks of one wait, at most once per millisecond after the first:
@@ -201,7 +201,7 @@ static int check(struct pwait *w, uint64_t now)
 		w->event = RQSPIN_EV_TIMEOUT;
 		return -ETIMEDOUT;
 	}
-	ev = deadlock_find(w->self, w->lock, &w->chain);
+	ev = rqs_deadlock_find(w->self, w->lock, &w->chain);
 	if (ev) {
 		w->event = ev;
 		return -EDEADLK;
@@ -219,7 +219,7 @@ static void step(struct pwait *w)
 		arch_cpu_relax();
 	} else if (i < SPIN_BUDGET + YIELD_BUDGET) {
 		stat_inc(&w->self->stats.yielded);
-		wait_yield();
+		rqs_os_yield();
 	} else {
 		stat_inc(&w->self->stats.yielded);
 		pause_ns(w->pause);
@@ -232,19 +232,19 @@ static int pshared_wait(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns);
 /* The wait, published for the deadlock searches of this process's other
  * threads (waiting_for, candidate bit; see deadlock.h), with the fence
  * that makes the first search see a partner that starts at the same time. */
-int pshared_lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
+int rqs_pshared_lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 {
 	struct rqspin_thread *self = registry_self();
 	struct wait_token tok;
 	int ret;
 
-	deadlock_wait_begin(self, lock, &tok);
+	rqs_deadlock_wait_begin(self, lock, &tok);
 #ifndef RQSPIN__TSAN
 	if (tok.holding)
 		atomic_thread_fence(memory_order_seq_cst);
 #endif
 	ret = pshared_wait(lock, val, timeout_ns);
-	deadlock_wait_end(self, &tok);
+	rqs_deadlock_wait_end(self, &tok);
 	return ret;
 }
 
@@ -277,7 +277,7 @@ static int pshared_wait(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 			goto took_over;
 		if (locked != 0 && locked != RQSPIN__LOCKED_OWNER_DEAD &&
 		    (w.iter % CHECK_INTERVAL == CHECK_INTERVAL - 1 || w.iter >= SPIN_BUDGET)) {
-			uint64_t now = arch_now_ns();
+			uint64_t now = rqs_arch_now_ns();
 
 			if (!w.start) {
 				w.start = w.last_check = w.same_since = now;
@@ -310,7 +310,7 @@ static int pshared_wait(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 took_over:
 	w.holder = tid_decode(val);
 	stat_inc(&w.self->stats.owner_dead);
-	if (report_wanted())
+	if (rqs_report_wanted())
 		report_owner_dead(&w);
 	return -EOWNERDEAD;
 }

@@ -14,6 +14,6 @@
 /* rqspin__lock_slowpath for a marked word: the caller's held entry is
  * pushed; on failure it is dropped here. val is the word the fast path's
  * CAS saw; timeout_ns is T (never 0). Same returns as rqspin_lock. */
-int pshared_lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns);
+int rqs_pshared_lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns);
 
 #endif

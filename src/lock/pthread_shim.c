@@ -50,6 +50,7 @@
 #include <rqspin/lock_diag.h>
 #include <rqspin/rqspinlock.h>
 
+#include "common/compiler.h"
 #include "lock/barging.h"
 
 #define SHIM_API __attribute__((visibility("default")))
@@ -402,7 +403,7 @@ static __attribute__((noinline)) int shim_lock_contended(rqspinlock_t *lock, uin
 
 	RQSPIN__TSAN_POST_LOCK(lock, (ret == 0 || ret == -EOWNERDEAD) ? RQSPIN__TSAN_TRY
 								      : RQSPIN__TSAN_TRY_FAILED);
-	if (RQSPIN__LIKELY(ret == 0))
+	if (RQS_LIKELY(ret == 0))
 		return 0;
 	return lock_failed(lock, ret);
 }
@@ -442,10 +443,10 @@ static inline __attribute__((always_inline)) int shim_lock(rqspinlock_t *lock)
 	struct rqspin__thread_hot *self = rqspin__tls_self;
 	uint32_t cnt, val = 0;
 
-	if (RQSPIN__UNLIKELY(!self))
+	if (RQS_UNLIKELY(!self))
 		return shim_lock_cold(lock);
 	cnt = __atomic_load_n(&self->held.cnt, __ATOMIC_RELAXED);
-	if (RQSPIN__UNLIKELY(cnt >= RQSPIN_NR_HELD))
+	if (RQS_UNLIKELY(cnt >= RQSPIN_NR_HELD))
 		return shim_lock_cold(lock);
 	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
 	/* rqspin__held_push, inline (see there for the orders). */
@@ -455,7 +456,7 @@ static inline __attribute__((always_inline)) int shim_lock(rqspinlock_t *lock)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* acquire on success (both CASes): pairs with the release in
 	 * rqspin_unlock. The second keeps the waiters' bits in val. */
-	if (RQSPIN__LIKELY(__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
+	if (RQS_LIKELY(__atomic_compare_exchange_n(&lock->w.val, &val, RQSPIN__LOCKED_VAL, 0,
 						       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) ||
 	    (!(val & RQSPIN__BARGE_KEEP_OUT) &&
 	     __atomic_compare_exchange_n(&lock->w.val, &val, val | RQSPIN__LOCKED_VAL, 0,
@@ -518,10 +519,10 @@ SHIM_API int pthread_spin_unlock(pthread_spinlock_t *lock)
 	rqspinlock_t *l = as_rqspin(lock);
 	uint32_t cnt;
 
-	if (RQSPIN__UNLIKELY(!self))
+	if (RQS_UNLIKELY(!self))
 		return shim_unlock_slow(l);
 	cnt = __atomic_load_n(&self->held.cnt, __ATOMIC_RELAXED);
-	if (RQSPIN__UNLIKELY(cnt - 1 >= RQSPIN_NR_HELD ||
+	if (RQS_UNLIKELY(cnt - 1 >= RQSPIN_NR_HELD ||
 			     __atomic_load_n(&self->held.locks[cnt - 1], __ATOMIC_RELAXED) != l))
 		return shim_unlock_slow(l);
 	RQSPIN__TSAN_PRE_UNLOCK(l);

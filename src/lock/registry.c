@@ -6,15 +6,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/os.h"
+#include "common/table.h"
 #include "lock/registry.h"
-#include "valgrind/vg.h"
 
 #define SLOTS_PER_CHUNK 64u
-#define NCHUNKS ((RQSPIN_SLOT_LIMIT + SLOTS_PER_CHUNK - 1) / SLOTS_PER_CHUNK)
+#define NCHUNKS RQS_TABLE_NCHUNKS(RQSPIN_SLOT_LIMIT, SLOTS_PER_CHUNK)
 
 __attribute__((visibility("default")))
 __thread struct rqspin__thread_hot *rqspin__tls_self __attribute__((tls_model("initial-exec")));
@@ -22,9 +21,17 @@ __thread struct rqspin__thread_hot *rqspin__tls_self __attribute__((tls_model("i
 /* For threads that find every slot taken. Not visible to other threads. */
 static __thread struct rqspin_thread tls_fallback __attribute__((tls_model("initial-exec")));
 
-static _Atomic(struct rqspin_slot *) chunks[NCHUNKS];
+static _Atomic(void *) chunks[NCHUNKS];
 /* Slots handed out by bumping; may run past the limit (clamped on read). */
 static _Atomic uint32_t bump;
+/* The slots: mapped a chunk at a time, never unmapped (common/table.h). */
+static const struct rqs_table slots = {
+	.chunks = chunks,
+	.bump = &bump,
+	.entry_size = sizeof(struct rqspin_slot),
+	.per_chunk = SLOTS_PER_CHUNK,
+	.limit = RQSPIN_SLOT_LIMIT,
+};
 static _Atomic uint32_t in_use;
 /* Released slots waiting for a new thread: when there are none, a new
  * thread takes a fresh slot without scanning (16 000 threads starting
@@ -37,39 +44,29 @@ static _Atomic bool repairing;
 static pthread_key_t exit_key;
 static bool exit_key_ok;
 
-struct rqspin_slot *registry_slot(uint32_t i)
+struct rqspin_slot *rqs_registry_slot(uint32_t i)
 {
-	struct rqspin_slot *c;
-
-	if (i >= RQSPIN_SLOT_LIMIT)
-		return NULL;
-	/* acquire: pairs with the release CAS that published the chunk, so
-	 * the zero-filled pages are seen as such (they are anyway, mmap
-	 * memory is zero; the order matters for the pointer itself). */
-	c = atomic_load_explicit(&chunks[i / SLOTS_PER_CHUNK], memory_order_acquire);
-	return c ? &c[i % SLOTS_PER_CHUNK] : NULL;
+	return rqs_table_at(&slots, i);
 }
 
-uint32_t registry_high_water(void)
+uint32_t rqs_registry_high_water(void)
 {
-	uint32_t n = atomic_load_explicit(&bump, memory_order_acquire);
-
-	return n < RQSPIN_SLOT_LIMIT ? n : RQSPIN_SLOT_LIMIT;
+	return rqs_table_count(&slots);
 }
 
-uint32_t registry_in_use(void)
+uint32_t rqs_registry_in_use(void)
 {
 	return atomic_load_explicit(&in_use, memory_order_relaxed);
 }
 
-bool registry_has_ghosts(void)
+bool rqs_registry_has_ghosts(void)
 {
 	return atomic_load_explicit(&ghosts, memory_order_relaxed);
 }
 
 /* acquire: the previous repairer's writes (the cleared bit, the ghosts'
  * roles) are seen by this one, which reads them under the flag. */
-bool registry_repair_begin(void)
+bool rqs_registry_repair_begin(void)
 {
 	bool clear = false;
 
@@ -78,7 +75,7 @@ bool registry_repair_begin(void)
 }
 
 /* release: pairs with begin's acquire and busy's. */
-void registry_repair_end(void)
+void rqs_registry_repair_end(void)
 {
 	atomic_store_explicit(&repairing, false, memory_order_release);
 }
@@ -86,7 +83,7 @@ void registry_repair_end(void)
 /* acquire: a thread that saw the flag drop sets the pending bit after the
  * repair's clearing CAS in the word's modification order (happens-before),
  * so the CAS cannot have read, and cleared, that thread's bit. */
-bool registry_repair_busy(void)
+bool rqs_registry_repair_busy(void)
 {
 	return atomic_load_explicit(&repairing, memory_order_acquire);
 }
@@ -97,7 +94,7 @@ static _Atomic uint64_t candidates[CAND_WORDS];
 /* relaxed: the search that must see the bit runs after a seq_cst fence
  * that follows the marking thread's own fence (slowpath.c,
  * pre_wait_check): the store-buffering pair that those fences order. */
-bool registry_candidate_mark(uint32_t slot)
+bool rqs_registry_candidate_mark(uint32_t slot)
 {
 	uint64_t bit = 1ull << (slot % 64);
 
@@ -105,23 +102,23 @@ bool registry_candidate_mark(uint32_t slot)
 		 bit);
 }
 
-void registry_candidate_clear(uint32_t slot)
+void rqs_registry_candidate_clear(uint32_t slot)
 {
 	atomic_fetch_and_explicit(&candidates[slot / 64], ~(1ull << (slot % 64)),
 				  memory_order_relaxed);
 }
 
-struct rqspin_slot *registry_candidate_find(bool (*fn)(const struct rqspin_slot *, void *),
+struct rqspin_slot *rqs_registry_candidate_find(bool (*fn)(const struct rqspin_slot *, void *),
 					    void *arg)
 {
-	uint32_t n = (registry_high_water() + 63) / 64, w;
+	uint32_t n = (rqs_registry_high_water() + 63) / 64, w;
 
 	for (w = 0; w < n; w++) {
 		uint64_t bits = atomic_load_explicit(&candidates[w], memory_order_relaxed);
 
 		while (bits) {
 			uint32_t slot = w * 64 + (uint32_t)__builtin_ctzll(bits);
-			struct rqspin_slot *s = registry_slot(slot);
+			struct rqspin_slot *s = rqs_registry_slot(slot);
 
 			bits &= bits - 1;
 			if (s && fn(s, arg))
@@ -131,46 +128,22 @@ struct rqspin_slot *registry_candidate_find(bool (*fn)(const struct rqspin_slot 
 	return NULL;
 }
 
-/* Map chunk c if nobody has. mmap is async-signal-safe; racing mappers
- * agree through the CAS and the loser unmaps its copy. */
-static struct rqspin_slot *chunk_get(uint32_t c)
-{
-	struct rqspin_slot *cur = atomic_load_explicit(&chunks[c], memory_order_acquire);
-	struct rqspin_slot *mine;
-	size_t len = SLOTS_PER_CHUNK * sizeof(struct rqspin_slot);
-
-	if (cur)
-		return cur;
-	mine = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mine == MAP_FAILED)
-		return NULL;
-	/* Thread records, held tables and queue nodes: read and written by
-	 * other threads with atomics only (valgrind/vg.h). */
-	vg_private(mine, len);
-	/* release: readers that load the pointer see a mapped chunk. */
-	if (atomic_compare_exchange_strong_explicit(&chunks[c], &cur, mine, memory_order_release,
-						    memory_order_acquire))
-		return mine;
-	munmap(mine, len);
-	return cur;
-}
-
 static void thread_record_init(struct rqspin_thread *t, uint32_t slot)
 {
 	t->slot = slot;
 	t->nesting = 0;
-	atomic_store_explicit(&t->tid, (pid_t)syscall(SYS_gettid), memory_order_relaxed);
+	atomic_store_explicit(&t->tid, (pid_t)rqs_os_gettid(), memory_order_relaxed);
 }
 
 static struct rqspin_slot *slot_claim(void)
 {
-	uint32_t n = registry_high_water();
+	uint32_t n = rqs_registry_high_water();
 	uint32_t i;
 
 	/* Reuse a released slot first: keeps the registry as small as the
 	 * peak number of live threads, however many come and go. */
 	for (i = 0; i < n && atomic_load_explicit(&nfree, memory_order_relaxed); i++) {
-		struct rqspin_slot *s = registry_slot(i);
+		struct rqspin_slot *s = rqs_registry_slot(i);
 		uint32_t expect = SLOT_FREE;
 
 		/* acquire: the previous owner reset the record, then released
@@ -186,12 +159,11 @@ static struct rqspin_slot *slot_claim(void)
 	}
 	/* A fresh slot. It reads SLOT_FRESH, which scanners never take, until
 	 * we mark it used: nobody else can claim it in between. */
-	i = atomic_fetch_add_explicit(&bump, 1, memory_order_acq_rel);
-	if (i >= RQSPIN_SLOT_LIMIT || !chunk_get(i / SLOTS_PER_CHUNK))
-		return NULL;
 	{
-		struct rqspin_slot *s = registry_slot(i);
+		struct rqspin_slot *s = rqs_table_bump(&slots, &i, NULL);
 
+		if (!s)
+			return NULL;
 		thread_record_init(&s->t, i);
 		atomic_store_explicit(&s->state, SLOT_USED, memory_order_relaxed);
 		return s;
@@ -266,8 +238,8 @@ static void thread_exit(void *arg)
 {
 	struct rqspin_thread *t = arg;
 
-	held_abandon(t);
-	stats_retire(t);
+	rqs_held_abandon(t);
+	rqs_stats_retire(t);
 	rqspin__tls_self = NULL;
 	if (t->slot == NO_SLOT) {
 		memset(t, 0, sizeof(*t));
@@ -294,30 +266,30 @@ static void thread_exit(void *arg)
 static void atfork_child(void)
 {
 	struct rqspin_thread *me = (struct rqspin_thread *)rqspin__tls_self;
-	uint32_t n = registry_high_water();
+	uint32_t n = rqs_registry_high_water();
 	uint32_t i, used = 0;
 
 	for (i = 0; i < n; i++) {
-		struct rqspin_slot *s = registry_slot(i);
+		struct rqspin_slot *s = rqs_registry_slot(i);
 
 		if (!s)
 			continue;
 		if (me && me->slot == i) {
-			atomic_store_explicit(&s->t.tid, (pid_t)syscall(SYS_gettid),
+			atomic_store_explicit(&s->t.tid, (pid_t)rqs_os_gettid(),
 					      memory_order_relaxed);
 			used++;
 			continue;
 		}
 		if (atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_USED)
 			continue;
-		stats_retire(&s->t);
+		rqs_stats_retire(&s->t);
 		memset(&s->t.stats, 0, sizeof(s->t.stats));
 		__atomic_store_n(&s->t.hot.fast_acquired, 0, __ATOMIC_RELAXED);
-		atomic_store_explicit(&s->state, SLOT_GHOST, memory_order_relaxed);
+		atomic_store_explicit(&s->state, RQS_TABLE_RETIRED, memory_order_relaxed);
 		atomic_store_explicit(&ghosts, true, memory_order_relaxed);
 	}
 	if (me && me->slot == NO_SLOT)
-		atomic_store_explicit(&me->tid, (pid_t)syscall(SYS_gettid), memory_order_relaxed);
+		atomic_store_explicit(&me->tid, (pid_t)rqs_os_gettid(), memory_order_relaxed);
 	atomic_store_explicit(&in_use, used, memory_order_relaxed);
 	/* A repairer in the parent (a thread of a child forking again) is a
 	 * ghost now and will never drop the flag; the forking thread is in

@@ -18,7 +18,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <rqspin/lock_common.h>
+#include <rqspin/static/lock_word.h>
+
+#include "common/assert.h"
+#include "common/compiler.h"
+#include "common/table.h"
 
 #define MCS_MAX_NODES 4 /* normal code + 3 nested signal handlers */
 
@@ -29,7 +33,7 @@
 _Static_assert(RQSPIN_SLOT_LIMIT + 1 <= (1u << RQSPIN__TAIL_SLOT_BITS), "slot+1 must fit the tail");
 
 #define NO_SLOT UINT32_MAX
-#define CACHELINE 64
+#define CACHELINE RQS_CACHELINE
 
 /*
  * Values of mcs_node.locked (a futex word), and who moves it (slowpath.c):
@@ -103,14 +107,15 @@ enum wait_role { ROLE_NONE = 0, ROLE_PENDING, ROLE_QUEUED, ROLE_HEAD, ROLE_NONOD
  *   FRESH --(first claimer: bump of the high-water mark)--> USED
  *   FREE  --(a thread's first lock call: CAS)--> USED
  *   USED  --(thread exit, pthread key destructor: release store)--> FREE
- *   USED  --(fork child, for every thread but the forking one)--> GHOST
+ *   USED  --(fork child, for every thread but the forking one)--> RETIRED
  * FRESH is a mapped slot nobody has claimed yet; scanners never take it.
- * GHOST: the slot of a thread that did not survive a fork(). Its nodes
+ * RETIRED (RQS_TABLE_RETIRED, common/table.h): the slot of a "ghost", a
+ * thread that did not survive a fork(). Its nodes
  * may still be linked into lock queues and its table may still name locks
  * (the child repairs what it left, slowpath.c ghost_repair), so it is
  * never reused. A slot's memory is never unmapped in any state.
  */
-enum slot_state { SLOT_FRESH = 0, SLOT_FREE = 1, SLOT_USED = 2, SLOT_GHOST = 3 };
+enum slot_state { SLOT_FRESH = RQS_TABLE_FRESH, SLOT_FREE = 1, SLOT_USED = 2 };
 
 struct rqspin_slot {
 	struct rqspin_thread t;
@@ -129,20 +134,20 @@ static inline struct rqspin_slot *slot_of(struct rqspin_thread *t)
 }
 
 /* Slot i, or NULL when its chunk is not mapped yet. Async-signal-safe. */
-struct rqspin_slot *registry_slot(uint32_t i);
+struct rqspin_slot *rqs_registry_slot(uint32_t i);
 /* Slots that may be in use are below this bound. */
-uint32_t registry_high_water(void);
-uint32_t registry_in_use(void);
+uint32_t rqs_registry_high_water(void);
+uint32_t rqs_registry_in_use(void);
 /* Slots left by threads that vanished in fork() (only in a forked child). */
-bool registry_has_ghosts(void);
+bool rqs_registry_has_ghosts(void);
 /* The forked child's pending-repair flag (slowpath.c, pending_repair): one
  * repair of a ghost's pending bit at a time, process-wide. begin takes it
  * (false when another thread holds it; acquire), end drops it (release),
  * busy reads it (acquire). fork() leaves it clear in the child. All three
  * are async-signal-safe. */
-bool registry_repair_begin(void);
-void registry_repair_end(void);
-bool registry_repair_busy(void);
+bool rqs_registry_repair_begin(void);
+void rqs_registry_repair_end(void);
+bool rqs_registry_repair_busy(void);
 
 /* Deadlock candidates: threads waiting for a lock while they hold another
  * (every member of a cycle is one). A bitmap by slot, set and cleared in
@@ -150,11 +155,11 @@ bool registry_repair_busy(void);
  * bytes instead of every slot, and single-lock waiters never write it.
  * mark returns false when the bit was already set (by the code a signal
  * handler interrupted: that one clears it). */
-bool registry_candidate_mark(uint32_t slot);
-void registry_candidate_clear(uint32_t slot);
+bool rqs_registry_candidate_mark(uint32_t slot);
+void rqs_registry_candidate_clear(uint32_t slot);
 /* Calls fn(slot record, arg) for each candidate until it returns true;
  * returns that record, or NULL. */
-struct rqspin_slot *registry_candidate_find(bool (*fn)(const struct rqspin_slot *, void *),
+struct rqspin_slot *rqs_registry_candidate_find(bool (*fn)(const struct rqspin_slot *, void *),
 					    void *arg);
 
 static inline uint32_t tail_encode(uint32_t slot, uint32_t idx)
@@ -164,14 +169,18 @@ static inline uint32_t tail_encode(uint32_t slot, uint32_t idx)
 
 static inline struct rqspin_slot *tail_slot(uint32_t tail)
 {
-	return registry_slot((tail >> RQSPIN__TAIL_SLOT_OFFSET) - 1);
+	return rqs_registry_slot((tail >> RQSPIN__TAIL_SLOT_OFFSET) - 1);
 }
 
 static inline struct mcs_node *tail_decode(uint32_t tail)
 {
 	uint32_t idx = (tail >> RQSPIN__TAIL_IDX_OFFSET) & ((1u << RQSPIN__TAIL_IDX_BITS) - 1);
+	struct rqspin_slot *s = tail_slot(tail);
 
-	return &tail_slot(tail)->nodes[idx];
+	/* A tail names a slot that a queued waiter had, so its chunk is
+	 * mapped (and stays so), and a node index below MCS_MAX_NODES. */
+	rqs_assert(s != NULL && idx < MCS_MAX_NODES);
+	return &s->nodes[idx];
 }
 
 /* Owner-only counter increment, safe against our own signal handlers. */
@@ -181,9 +190,9 @@ static inline void stat_inc(uint64_t *c)
 }
 
 /* Counters of exited threads, folded in when they leave. */
-void stats_retire(const struct rqspin_thread *t);
+void rqs_stats_retire(const struct rqspin_thread *t);
 
 /* Thread exit: locks this thread still holds become "owner dead". */
-void held_abandon(struct rqspin_thread *t);
+void rqs_held_abandon(struct rqspin_thread *t);
 
 #endif

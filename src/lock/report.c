@@ -1,20 +1,16 @@
 /* SPDX-License-Identifier: MIT */
+/* Failure reports: the hook, the stderr writer and its formatter. */
 #include <errno.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include <rqspin/rqspinlock.h>
 
-#include "lock/registry.h"
 #include "lock/report.h"
 
 static _Atomic(rqspin_report_fn) hook;
 static _Atomic(void *) hook_arg;
 static bool report_to_stderr;
-static _Atomic uint64_t default_timeout = RQSPIN_DEFAULT_TIMEOUT_NS;
-
-#define MAX_TIMEOUT_NS (3600ull * 1000000000ull)
 
 void rqspin_set_report_hook(rqspin_report_fn fn, void *arg)
 {
@@ -25,12 +21,17 @@ void rqspin_set_report_hook(rqspin_report_fn fn, void *arg)
 	atomic_store_explicit(&hook, fn, memory_order_release);
 }
 
-bool report_wanted(void)
+void rqs_report_use_stderr(bool on)
+{
+	report_to_stderr = on;
+}
+
+bool rqs_report_wanted(void)
 {
 	return report_to_stderr || atomic_load_explicit(&hook, memory_order_relaxed);
 }
 
-void report_emit(const struct rqspin_report *rep)
+void rqs_report_emit(const struct rqspin_report *rep)
 {
 	rqspin_report_fn fn = atomic_load_explicit(&hook, memory_order_acquire);
 
@@ -137,42 +138,4 @@ void rqspin_report_write(int fd, const struct rqspin_report *rep)
 		put_str(&o, "\n");
 	}
 	flush(&o);
-}
-
-int rqspin_set_default_timeout(uint64_t timeout_ns)
-{
-	if (timeout_ns == 0 || timeout_ns > MAX_TIMEOUT_NS)
-		return -EINVAL;
-	atomic_store_explicit(&default_timeout, timeout_ns, memory_order_relaxed);
-	return 0;
-}
-
-uint64_t rqspin_get_default_timeout(void)
-{
-	return atomic_load_explicit(&default_timeout, memory_order_relaxed);
-}
-
-uint64_t lock_default_timeout(void)
-{
-	return atomic_load_explicit(&default_timeout, memory_order_relaxed);
-}
-
-/* Environment, read once at load time (getenv is not signal-safe). */
-__attribute__((constructor)) static void report_init(void)
-{
-	const char *r = getenv("RQSPIN_REPORT");
-	const char *t = getenv("RQSPIN_TIMEOUT_MS");
-
-	report_to_stderr = r && (!strcmp(r, "1") || !strcmp(r, "stderr"));
-	if (t && *t) {
-		char *end;
-		unsigned long long ms = strtoull(t, &end, 10);
-
-		if (*end || rqspin_set_default_timeout(ms * 1000000ull) != 0) {
-			static const char msg[] =
-				"rqspin: ignoring invalid RQSPIN_TIMEOUT_MS (want 1..3600000)\n";
-			ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-			(void)w;
-		}
-	}
 }

@@ -1,18 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Failure reports and the process-wide lock settings. */
+/* Failure reports (report.c). */
 #ifndef RQSPIN_REPORT_H
 #define RQSPIN_REPORT_H
 
-#include <stdint.h>
+#include <stdbool.h>
 
 #include <rqspin/lock_diag.h>
 
 /* Deliver a report to the hook, or to stderr when RQSPIN_REPORT asks. */
-void report_emit(const struct rqspin_report *rep);
+void rqs_report_emit(const struct rqspin_report *rep);
 /* Is anybody listening? (Saves building reports nobody reads.) */
-bool report_wanted(void);
-
-/* Default timeout T in ns (see rqspin_set_default_timeout). */
-uint64_t lock_default_timeout(void);
+bool rqs_report_wanted(void);
+/* RQSPIN_REPORT asked for reports on stderr (env.c, at load time). */
+void rqs_report_use_stderr(bool on);
 
 #endif

@@ -75,8 +75,10 @@
 #include "lock/barging.h"
 #include "lock/held.h"
 #include "lock/pshared.h"
+#include "common/assert.h"
 #include "lock/registry.h"
 #include "lock/report.h"
+#include "lock/settings.h"
 #include "lock/stall.h"
 #include "lock/wait.h"
 
@@ -236,12 +238,12 @@ static const struct rqspin_thread *blocker_of_lock(const struct rqspin_thread *s
 	const struct rqspin_thread *b = NULL;
 
 	if ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL)
-		b = deadlock_holder(self, lock);
+		b = rqs_deadlock_holder(self, lock);
 	/* Held by nobody's table: a waiter that took it through the pending
 	 * bit still shows its attempt until it returns. */
 	if (!b && ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL ||
 		   ((val & RQSPIN__PENDING_MASK) && !have_pending)))
-		b = deadlock_waiter(self, lock, SLOT_USED, ROLE_PENDING);
+		b = rqs_deadlock_waiter(self, lock, SLOT_USED, ROLE_PENDING);
 	return b;
 }
 
@@ -290,10 +292,10 @@ static bool stalled(struct waiter *w, uint64_t now)
 	}
 	w->stall_unknown = 0;
 	tid = atomic_load_explicit(&b->tid, memory_order_relaxed);
-	state = stall_thread_state(tid);
+	state = rqs_stall_thread_state(tid);
 	if (state != 'R')
 		return true; /* blocked, stopped, gone, or unknown */
-	cpu = stall_thread_cpu_ns(tid);
+	cpu = rqs_stall_thread_cpu_ns(tid);
 	if (cpu == UINT64_MAX)
 		return true;
 	if (w->stall_tid != tid) {
@@ -326,8 +328,8 @@ static inline void store_load_fence(void)
 static bool pending_looks_ghost(const struct rqspin_thread *self, lockword_t *l)
 {
 	return (word_load(l, memory_order_relaxed) & RQSPIN__PENDING_MASK) &&
-	       !deadlock_waiter(self, l, SLOT_USED, ROLE_PENDING) &&
-	       deadlock_waiter(NULL, l, SLOT_GHOST, ROLE_PENDING);
+	       !rqs_deadlock_waiter(self, l, SLOT_USED, ROLE_PENDING) &&
+	       rqs_deadlock_waiter(NULL, l, RQS_TABLE_RETIRED, ROLE_PENDING);
 }
 
 /*
@@ -339,7 +341,7 @@ static bool pending_looks_ghost(const struct rqspin_thread *self, lockword_t *l)
  * rqspin-fork-repair-race: a trylock's repair cleared the bit a queue
  * head had just set after its own repair). So:
  *
- *  - one repair at a time, process-wide (registry_repair_begin): a busy
+ *  - one repair at a time, process-wide (rqs_registry_repair_begin): a busy
  *    flag means no repair this time (the caller comes back);
  *  - the repairer takes the flag, fences, then looks; a live thread sets
  *    the bit only after set_role(ROLE_PENDING), a fence and a wait while
@@ -373,7 +375,7 @@ static bool pending_repair(const struct rqspin_thread *self, lockword_t *l)
 	sigfillset(&all);
 	if (pthread_sigmask(SIG_BLOCK, &all, &old))
 		return false;
-	if (registry_repair_begin()) {
+	if (rqs_registry_repair_begin()) {
 		/* Pairs with pending_gate's fence. */
 		store_load_fence();
 		if (pending_looks_ghost(self, l)) {
@@ -386,12 +388,12 @@ static bool pending_repair(const struct rqspin_thread *self, lockword_t *l)
 			/* relaxed: read under the flag (its release drop
 			 * publishes them) or by pre-checks that only filter.
 			 * Bounded: each round retires one ghost's role. */
-			while ((g = (struct rqspin_thread *)deadlock_waiter(NULL, l, SLOT_GHOST,
+			while ((g = (struct rqspin_thread *)rqs_deadlock_waiter(NULL, l, RQS_TABLE_RETIRED,
 									   ROLE_PENDING)))
 				atomic_store_explicit(&g->role, ROLE_NONE, memory_order_relaxed);
 			cleared = true;
 		}
-		registry_repair_end();
+		rqs_registry_repair_end();
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return cleared;
@@ -409,15 +411,15 @@ static void pending_gate(struct waiter *w)
 {
 	uint32_t spins = 0;
 
-	if (!w->res || !registry_has_ghosts())
+	if (!w->res || !rqs_registry_has_ghosts())
 		return;
 	store_load_fence();
-	while (registry_repair_busy()) {
+	while (rqs_registry_repair_busy()) {
 		if (++spins < SPIN_BUDGET) {
 			arch_cpu_relax();
 		} else {
 			stat_inc(&w->self->stats.yielded);
-			wait_yield();
+			rqs_os_yield();
 		}
 	}
 }
@@ -426,7 +428,7 @@ static void pending_gate(struct waiter *w)
  * byte whose holder is a ghost becomes owner-dead; a pending bit whose
  * holder is a ghost is cleared. Only when no live thread claims either:
  * not a holder by its table, and not a waiter that may have just taken the
- * lock and still shows its wait (deadlock_live_taker; such a waiter makes
+ * lock and still shows its wait (rqs_deadlock_live_taker; such a waiter makes
  * the repair itself if the lock is still the ghost's). The repairer first
  * claims the ghost's entry (a RELEASED mark), so the ghost stops counting
  * as the holder: one repair per ghost hold, however many child threads
@@ -442,11 +444,11 @@ static void ghost_repair(struct waiter *w)
 	uint32_t val = word_load(l, memory_order_relaxed);
 	struct rqspin_thread *g;
 
-	if ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL && !deadlock_holder(w->self, l) &&
-	    !deadlock_live_taker(w->self, l) &&
-	    ((g = (struct rqspin_thread *)deadlock_ghost_holder(l)) ||
-	     (g = (struct rqspin_thread *)deadlock_ghost_taker(l))) &&
-	    held_claim_ghost_entry(g, l)) {
+	if ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL && !rqs_deadlock_holder(w->self, l) &&
+	    !rqs_deadlock_live_taker(w->self, l) &&
+	    ((g = (struct rqspin_thread *)rqs_deadlock_ghost_holder(l)) ||
+	     (g = (struct rqspin_thread *)rqs_deadlock_ghost_taker(l))) &&
+	    rqs_held_claim_ghost_entry(g, l)) {
 		/* relaxed: the ghost's writes are in this address space
 		 * since the fork; no thread publishes them. */
 		val = word_load(l, memory_order_relaxed);
@@ -462,7 +464,7 @@ static void ghost_repair(struct waiter *w)
 
 static int deadlock_check(struct waiter *w)
 {
-	int ev = deadlock_find(w->self, w->lock, &w->chain);
+	int ev = rqs_deadlock_find(w->self, w->lock, &w->chain);
 
 	if (ev) {
 		w->event = ev;
@@ -493,7 +495,7 @@ static int pre_wait_check(struct waiter *w)
  * checked on entry. */
 static int res_check(struct waiter *w)
 {
-	uint64_t now = arch_now_ns();
+	uint64_t now = rqs_arch_now_ns();
 	int ret;
 
 	if (!w->start)
@@ -507,7 +509,7 @@ static int res_check(struct waiter *w)
 		return 0;
 	}
 	if (now >= w->next_check) {
-		if (registry_has_ghosts())
+		if (rqs_registry_has_ghosts())
 			ghost_repair(w);
 		ret = deadlock_check(w);
 		if (ret)
@@ -529,7 +531,7 @@ static void barge_nap(void)
 {
 	static _Atomic uint32_t never;
 
-	futex_wait_ns(&never, 0, BARGE_POLL_NS);
+	rqs_futex_wait_ns(&never, 0, BARGE_POLL_NS);
 }
 
 /* We now hold the pending bit: in barging mode, start the time after which
@@ -539,7 +541,7 @@ static inline void handoff_arm(struct waiter *w)
 	w->have_pending = true;
 	if (w->barge) {
 		w->handoff_asked = false;
-		w->handoff_at = arch_now_ns() + HANDOFF_NS;
+		w->handoff_at = rqs_arch_now_ns() + HANDOFF_NS;
 	}
 }
 
@@ -549,14 +551,25 @@ static inline int wait_step(struct waiter *w)
 {
 	uint32_t s = ++w->spins;
 
-	if (w->barge && w->have_pending && !w->handoff_asked && s % 8 == 0 &&
-	    arch_now_ns() >= w->handoff_at) {
+	/* The clock is read every 8th pause while spinning, and at every
+	 * step once the waiter naps (a nap outlasts a clock read by far):
+	 * looking only every 8th nap asked after ~600 us, not HANDOFF_NS. */
+	if (w->barge && w->have_pending && !w->handoff_asked &&
+	    (s % 8 == 0 || s > w->spin_budget) && rqs_arch_now_ns() >= w->handoff_at) {
 		/* Relaxed: the bit only tells bargers to stay out; mutual
 		 * exclusion never depends on it (every taker CASes the
 		 * locked byte), so nothing is published with it. */
 		atomic_fetch_or_explicit((_Atomic uint32_t *)&w->lock->val, RQSPIN__HANDOFF_VAL,
 					 memory_order_relaxed);
 		w->handoff_asked = true;
+		/* The lock is ours at the next release, which a running
+		 * holder reaches within a critical section: spin for it
+		 * with a fresh budget rather than nap (a nap lasts the
+		 * thread's timer slack, 50 us by default, on top of
+		 * BARGE_POLL_NS, and the lock would lie free meanwhile).
+		 * Once per hand-off, so the wait stays bounded; deadlines
+		 * are clock-based and unaffected. */
+		w->spins = s = 1;
 	}
 
 	if (s < w->spin_budget) {
@@ -577,7 +590,7 @@ static inline int wait_step(struct waiter *w)
 	if (w->barge)
 		barge_nap();
 	else
-		wait_yield();
+		rqs_os_yield();
 	return 0;
 }
 
@@ -601,7 +614,7 @@ static inline bool steal_once(lockword_t *l, bool *dead, bool barge)
 
 static inline bool is_ghost(const struct rqspin_slot *s)
 {
-	return atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_GHOST;
+	return atomic_load_explicit(&s->state, memory_order_relaxed) == RQS_TABLE_RETIRED;
 }
 
 /* Wait in the queue until the predecessor hands over (MCS_GO) or tells us
@@ -617,15 +630,20 @@ static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct r
 	for (spins = 0; spins < w->spin_budget; spins++) {
 		/* acquire: pairs with the release exchange in mcs_handoff. */
 		v = atomic_load_explicit(&node->locked, memory_order_acquire);
-		if (v != MCS_WAIT)
+		if (v != MCS_WAIT) {
+			rqs_assert(v == MCS_GO || v == MCS_ABORT);
 			return v;
+		}
 		arch_cpu_relax();
 	}
 	expect = MCS_WAIT;
 	/* acquire on failure: the value is a hand-over, as in the loop. */
 	if (!atomic_compare_exchange_strong_explicit(&node->locked, &expect, MCS_PARKED,
 						     memory_order_acquire, memory_order_acquire))
+	{
+		rqs_assert(expect == MCS_GO || expect == MCS_ABORT);
 		return expect;
+	}
 	stat_inc(&w->self->stats.parked);
 	v = MCS_PARKED;
 	for (;;) {
@@ -640,13 +658,15 @@ static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct r
 				period = 1000 * NSEC_PER_MSEC;
 			if (period < NSEC_PER_MSEC)
 				period = NSEC_PER_MSEC;
-			futex_wait_ns(&node->locked, MCS_PARKED, period);
+			rqs_futex_wait_ns(&node->locked, MCS_PARKED, period);
 		} else {
-			futex_wait(&node->locked, MCS_PARKED);
+			rqs_futex_wait(&node->locked, MCS_PARKED);
 		}
 		v = atomic_load_explicit(&node->locked, memory_order_acquire);
-		if (v != MCS_PARKED && !(w->barge && v == MCS_WAIT))
+		if (v != MCS_PARKED && !(w->barge && v == MCS_WAIT)) {
+			rqs_assert(v == MCS_GO || v == MCS_ABORT);
 			return v;
+		}
 		if (w->res && is_ghost(prev)) {
 			/* Load again: the predecessor may have written its
 			 * hand-over after the load above and vanished since
@@ -672,7 +692,7 @@ static void mcs_prewake(struct mcs_node *node)
 	if (next && atomic_compare_exchange_strong_explicit(&next->locked, &parked, MCS_WAIT,
 							    memory_order_relaxed,
 							    memory_order_relaxed))
-		futex_wake(&next->locked);
+		rqs_futex_wake(&next->locked);
 }
 
 /* Tell the next waiter to become head (GO) or to leave (ABORT). The
@@ -680,10 +700,17 @@ static void mcs_prewake(struct mcs_node *node)
  * successor, once head, must see the lock word as we left it. */
 static void mcs_handoff(struct mcs_node *next, uint32_t v)
 {
+	uint32_t old;
+
+	rqs_assert(v == MCS_GO || v == MCS_ABORT);
 	if (!next)
 		return; /* the successor vanished in fork() before linking */
-	if (atomic_exchange_explicit(&next->locked, v, memory_order_release) == MCS_PARKED)
-		futex_wake(&next->locked);
+	old = atomic_exchange_explicit(&next->locked, v, memory_order_release);
+	/* Nothing but its owner writes a queued node's word before the
+	 * hand-over (registry.h): it still waits, spinning or asleep. */
+	rqs_assert(old == MCS_WAIT || old == MCS_PARKED);
+	if (old == MCS_PARKED)
+		rqs_futex_wake(&next->locked);
 }
 
 /* Our successor has swapped the tail but may not have linked itself yet;
@@ -703,11 +730,11 @@ static struct mcs_node *wait_next(struct waiter *w, struct mcs_node *node)
 		if (++spins < SPIN_BUDGET) {
 			arch_cpu_relax();
 		} else {
-			if (w->res && registry_has_ghosts() &&
-			    !deadlock_waiter(w->self, w->lock, SLOT_USED, ROLE_QUEUED))
+			if (w->res && rqs_registry_has_ghosts() &&
+			    !rqs_deadlock_waiter(w->self, w->lock, SLOT_USED, ROLE_QUEUED))
 				return NULL;
 			stat_inc(&w->self->stats.yielded);
-			wait_yield();
+			rqs_os_yield();
 		}
 	}
 	return next;
@@ -777,9 +804,9 @@ static __attribute__((noinline, cold)) void fail_report(struct waiter *w, int re
 {
 	struct rqspin_report rep;
 
-	failure_report_build(&rep, w->event, ret, w->lock, w->start ? arch_now_ns() - w->start : 0,
+	rqs_failure_report_build(&rep, w->event, ret, w->lock, w->start ? rqs_arch_now_ns() - w->start : 0,
 			     w->self, &w->chain);
-	report_emit(&rep);
+	rqs_report_emit(&rep);
 }
 
 /* Publish what this call waits for, for the checks of other threads;
@@ -789,7 +816,7 @@ static inline void wait_publish(struct waiter *w)
 	if (!w->res || w->published)
 		return;
 	w->prev_role = atomic_load_explicit(&w->self->role, memory_order_relaxed);
-	deadlock_wait_begin(w->self, w->lock, &w->tok);
+	rqs_deadlock_wait_begin(w->self, w->lock, &w->tok);
 	w->published = true;
 }
 
@@ -798,7 +825,7 @@ static inline void wait_unpublish(struct waiter *w)
 	if (!w->published)
 		return;
 	atomic_store_explicit(&w->self->role, w->prev_role, memory_order_relaxed);
-	deadlock_wait_end(w->self, &w->tok);
+	rqs_deadlock_wait_end(w->self, &w->tok);
 	w->published = false;
 }
 
@@ -809,13 +836,13 @@ static inline void wait_unpublish(struct waiter *w)
 static void fail_withdraw(struct waiter *w)
 {
 	wait_unpublish(w);
-	held_release_entry(w->self);
+	rqs_held_release_entry(w->self);
 }
 
 static __attribute__((noinline, cold)) void fail_account(struct waiter *w, int ret)
 {
-	failure_count(w->self, w->event);
-	if (report_wanted())
+	rqs_failure_count(w->self, w->event);
+	if (rqs_report_wanted())
 		fail_report(w, ret);
 }
 
@@ -919,7 +946,7 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 	if (res) {
 		/* Releases other threads made of our locks: drop them before
 		 * the table is read (a stale entry would be a false AA). */
-		held_drain(self);
+		rqs_held_drain(self);
 		if (held_aa(self, lock)) {
 			/* AA on entry: the caller (or the code its signal
 			 * handler interrupted) holds or is acquiring it. */
@@ -1033,7 +1060,7 @@ queue:
 
 	/* Queueing is slow anyway: note when we started, for reports. */
 	if (res && !w.start)
-		w.start = arch_now_ns();
+		w.start = rqs_arch_now_ns();
 	idx = self->nesting;
 	if (self->slot == NO_SLOT || idx >= MCS_MAX_NODES || (res && idx > 0)) {
 		ret = nonode_lock(&w, &dead);
@@ -1152,7 +1179,7 @@ done:
 	if (res && dead) {
 		stat_inc(&self->stats.owner_dead);
 		w.event = RQSPIN_EV_OWNER_DEAD;
-		if (report_wanted())
+		if (rqs_report_wanted())
 			fail_report(&w, -EOWNERDEAD);
 		return -EOWNERDEAD;
 	}
@@ -1177,7 +1204,7 @@ bool rqspin__trylock_pending(rqspinlock_t *lock, uint32_t val)
 	(void)val; /* pending_repair looks at the word itself */
 	/* Outside a forked child a pending bit is a live waiter's: fail, as
 	 * a trylock does on a contended lock. */
-	if (!registry_has_ghosts())
+	if (!rqs_registry_has_ghosts())
 		return false;
 	/* The child's repair of a vanished pending waiter, so that a
 	 * program that only ever trylocks is not locked out for good.
@@ -1206,10 +1233,10 @@ static __attribute__((always_inline)) inline int rqspin_slowpath(rqspinlock_t *l
 								 uint64_t timeout_ns,
 								 const bool barge)
 {
-	uint64_t t = timeout_ns ? timeout_ns : lock_default_timeout();
+	uint64_t t = timeout_ns ? timeout_ns : rqs_lock_default_timeout();
 
 	if (val & RQSPIN__PSHARED_MARK)
-		return pshared_lock_slowpath(lock, val, t);
+		return rqs_pshared_lock_slowpath(lock, val, t);
 	return slowpath(&lock->w, val, true, barge, t);
 }
 

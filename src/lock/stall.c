@@ -29,7 +29,7 @@ static void stat_path(char *buf, pid_t tid)
 		buf[len++] = tail[i];
 }
 
-char stall_thread_state(pid_t tid)
+char rqs_stall_thread_state(pid_t tid)
 {
 	char path[48], buf[512];
 	int e = errno, fd;
@@ -62,7 +62,7 @@ out:
 	return state;
 }
 
-uint64_t stall_thread_cpu_ns(pid_t tid)
+uint64_t rqs_stall_thread_cpu_ns(pid_t tid)
 {
 	/* The kernel's per-thread CPU clock id (what pthread_getcpuclockid
 	 * returns): ~tid << 3, CPUCLOCK_PERTHREAD (4) | CPUCLOCK_SCHED (2). */

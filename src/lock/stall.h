@@ -23,10 +23,10 @@
 /* Scheduling state letter of thread tid (of any process in our PID
  * namespace) from /proc/<tid>/stat ('R', 'S', 'D', 'T', 'Z', ...), or 0
  * when it cannot be read. Async-signal-safe; keeps errno. */
-char stall_thread_state(pid_t tid);
+char rqs_stall_thread_state(pid_t tid);
 
 /* CPU time thread tid of this process has used, in ns, or UINT64_MAX.
  * Async-signal-safe (clock_gettime); keeps errno. */
-uint64_t stall_thread_cpu_ns(pid_t tid);
+uint64_t rqs_stall_thread_cpu_ns(pid_t tid);
 
 #endif

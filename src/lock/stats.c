@@ -18,7 +18,7 @@ static struct {
 	X(aa) X(abba) X(cycle) X(nest_fail) X(timeout) X(owner_dead) \
 	X(deadlock_checks) X(stall_checks) X(deadline_extended)
 
-void stats_retire(const struct rqspin_thread *t)
+void rqs_stats_retire(const struct rqspin_thread *t)
 {
 #define RETIRE(f) \
 	atomic_fetch_add_explicit(&retired.f, __atomic_load_n(&t->stats.f, __ATOMIC_RELAXED), \
@@ -41,7 +41,7 @@ static void add_thread(struct rqspin_lock_stats *out, const struct rqspin_thread
 void rqspin_lock_stats_get(struct rqspin_lock_stats *out)
 {
 	const struct rqspin_thread *me = (const struct rqspin_thread *)rqspin__tls_self;
-	uint32_t n = registry_high_water();
+	uint32_t n = rqs_registry_high_water();
 	uint32_t i;
 
 	memset(out, 0, sizeof(*out));
@@ -50,14 +50,14 @@ void rqspin_lock_stats_get(struct rqspin_lock_stats *out)
 #undef LOAD
 	out->fast = atomic_load_explicit(&retired.fast, memory_order_relaxed);
 	for (i = 0; i < n; i++) {
-		const struct rqspin_slot *s = registry_slot(i);
+		const struct rqspin_slot *s = rqs_registry_slot(i);
 
 		if (s && atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_USED)
 			add_thread(out, &s->t);
 	}
 	if (me && me->slot == NO_SLOT)
 		add_thread(out, me);
-	out->slots_in_use = registry_in_use();
+	out->slots_in_use = rqs_registry_in_use();
 	out->slots_high_water = n;
 	out->slot_limit = RQSPIN_SLOT_LIMIT;
 }

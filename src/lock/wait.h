@@ -37,15 +37,8 @@
 /* Iterations between clock reads while spinning. */
 #define CHECK_INTERVAL 64u
 
-/* Give the CPU to another runnable thread. Async-signal-safe. */
-void wait_yield(void);
-
-/* Sleep while *word == val (FUTEX_WAIT, private). Returns on wake-up,
- * value change or a signal; the caller re-checks. Async-signal-safe. */
-void futex_wait(_Atomic uint32_t *word, uint32_t val);
-/* The same, for at most ns nanoseconds. Async-signal-safe. */
-void futex_wait_ns(_Atomic uint32_t *word, uint32_t val, uint64_t ns);
-/* Wake one sleeper on word. Async-signal-safe. */
-void futex_wake(_Atomic uint32_t *word);
+/* The futex sleeps and the yield (common/futex.h, common/os.h). */
+#include "common/futex.h"
+#include "common/os.h"
 
 #endif

@@ -57,9 +57,8 @@
 #include <rqspin/alloc.h>
 #include <rqspin/storage.h>
 
-#define ST_LIKELY(x) __builtin_expect(!!(x), 1)
-#define ST_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define ST_HIDDEN __attribute__((visibility("hidden")))
+#include "common/compiler.h"
+
 
 struct st_elem;
 struct st_local;
@@ -227,7 +226,7 @@ struct st_bucket {
 	/* Set when an owner's cleanup could not take the lock (busy, or held
 	 * by the code a signal handler interrupted) and left an element
 	 * whose storage side is done on the list: whoever holds the lock
-	 * next sweeps it when it unlocks (st_bucket_unlock). */
+	 * next sweeps it when it unlocks (rqs_st_bucket_unlock). */
 	_Atomic uint32_t sweep;
 	struct st_elem *_Atomic head;
 } __attribute__((aligned(64)));
@@ -268,26 +267,18 @@ static inline struct st_bucket *st_bucket_of(const struct rqspin_storage_map *m,
 /* ---- RCU glue (rcu.c) ---------------------------------------------------- */
 
 /* Start liburcu's call_rcu worker (normal context only). */
-ST_HIDDEN int st_setup(void);
+int rqs_st_setup(void);
 /* Abort with a message when a blocking call is made in a read section. */
-ST_HIDDEN void st_assert_not_reading(const char *what);
+void rqs_st_assert_not_reading(const char *what);
 
-#if defined(__SANITIZE_THREAD__)
-#define ST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define ST_TSAN 1
-#endif
-#endif
-
-#ifdef ST_TSAN
+#ifdef RQS_TSAN
 /* liburcu is not instrumented: tell ThreadSanitizer that a read section's
  * end happens before the callbacks of the grace periods that waited for it. */
-extern char st_tsan_gp;
+extern char rqs_st_tsan_gp;
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
-#define ST_TSAN_RELEASE_GP() __tsan_release(&st_tsan_gp)
-#define ST_TSAN_ACQUIRE_GP() __tsan_acquire(&st_tsan_gp)
+#define ST_TSAN_RELEASE_GP() __tsan_release(&rqs_st_tsan_gp)
+#define ST_TSAN_ACQUIRE_GP() __tsan_acquire(&rqs_st_tsan_gp)
 #else
 #define ST_TSAN_RELEASE_GP() ((void)0)
 #define ST_TSAN_ACQUIRE_GP() ((void)0)
@@ -301,7 +292,7 @@ extern __thread struct urcu_bp_reader *urcu_bp_reader __attribute__((tls_model("
 
 /* Under ThreadSanitizer, call liburcu's (uninstrumented) functions: its
  * inline code relies on plain accesses that TSan would report. */
-#ifdef ST_TSAN
+#ifdef RQS_TSAN
 #define ST_RCU_READ_LOCK urcu_bp_read_lock
 #define ST_RCU_READ_UNLOCK urcu_bp_read_unlock
 #else
@@ -326,13 +317,13 @@ static inline void st_read_unlock(void)
 
 /* Free after a grace period (call_rcu on the pre-started worker: lock-free
  * and async-signal-safe; the caller is registered and in a read section). */
-ST_HIDDEN void st_free_elem_rcu(struct st_elem *e);
-ST_HIDDEN void st_free_local_rcu(struct st_local *l);
-ST_HIDDEN void st_free_xtab_rcu(struct st_xtab *x);
+void rqs_st_free_elem_rcu(struct st_elem *e);
+void rqs_st_free_local_rcu(struct st_local *l);
+void rqs_st_free_xtab_rcu(struct st_xtab *x);
 /* Free an element that was never published (never an embedded one). */
-ST_HIDDEN void st_free_elem_now(struct st_elem *e);
+void rqs_st_free_elem_now(struct st_elem *e);
 /* The embedded element of l is unlinked on both sides. */
-ST_HIDDEN void st_release_embedded(struct st_local *l);
+void rqs_st_release_embedded(struct st_local *l);
 
 /* ---- index (table.c), all under the local lock except st_tab_probe ------- */
 
@@ -372,7 +363,7 @@ static inline struct st_elem *st_tab_probe(const struct st_tab *t, uint64_t key)
 	/* relaxed: ordered after the acquire loads above (the seqlock
 	 * argument without fences: a load that saw a write in progress
 	 * makes this one see its odd seq or a later value). */
-	if (ST_UNLIKELY((seq & 1) || atomic_load_explicit(&t->seq, memory_order_relaxed) != seq))
+	if (RQS_UNLIKELY((seq & 1) || atomic_load_explicit(&t->seq, memory_order_relaxed) != seq))
 		return ST_RETRY;
 	return found;
 }
@@ -406,8 +397,8 @@ union st_dead_local {
 	struct st_local l;
 	char bytes[ST_LOCAL_SIZE];
 };
-ST_HIDDEN extern union st_dead_local st_dead;
-#define ST_OWNER_DEAD ((uintptr_t)&st_dead.l)
+extern union st_dead_local rqs_st_dead;
+#define ST_OWNER_DEAD ((uintptr_t)&rqs_st_dead.l)
 
 static inline struct st_elem *st_embedded_of(uintptr_t word)
 {
@@ -426,38 +417,38 @@ static inline struct st_local *st_local_of(uintptr_t word)
 static inline struct st_tab *st_local_tab(struct st_local *l)
 {
 	/* acquire: pairs with the release store that installed a rebuilt
-	 * table (st_tab_reserve), whose slots were filled before. */
+	 * table (rqs_st_tab_reserve), whose slots were filled before. */
 	return atomic_load_explicit(&l->tab, memory_order_acquire);
 }
 
 /* Make room for one more element: 0 or -ENOMEM. */
-ST_HIDDEN int st_tab_reserve(struct st_local *l);
+int rqs_st_tab_reserve(struct st_local *l);
 /* Put e (of the map whose key is key) in the index; room was reserved. */
-ST_HIDDEN void st_tab_insert(struct st_local *l, struct st_elem *e, uint64_t key);
+void rqs_st_tab_insert(struct st_local *l, struct st_elem *e, uint64_t key);
 /* Take e out of the index. hint: the map e belonged to, or NULL. */
-ST_HIDDEN void st_tab_remove(struct st_local *l, struct st_elem *e,
+void rqs_st_tab_remove(struct st_local *l, struct st_elem *e,
 			     const struct rqspin_storage_map *hint);
 /* Empty the index of a storage whose elements were all unlinked, and free
  * its grown tables after a grace period (the storage's cleanup). */
-ST_HIDDEN void st_tab_release_all(struct st_local *l);
+void rqs_st_tab_release_all(struct st_local *l);
 
 /* ---- storage side / map side (unlink.c) ----------------------------------- */
 
 /* Link e (local set) into m's bucket. Caller holds the local lock.
  * 0, -EIDRM (m is being destroyed), or the bucket lock's error. */
-ST_HIDDEN int st_link_map(struct st_elem *e, struct rqspin_storage_map *m);
+int rqs_st_link_map(struct st_elem *e, struct rqspin_storage_map *m);
 /* Unlink e from its bucket; caller holds the bucket lock. Returns the state
  * before ST_MAP_UNLINKED was set. */
-ST_HIDDEN uint32_t st_unlink_map_locked(struct st_elem *e);
+uint32_t rqs_st_unlink_map_locked(struct st_elem *e);
 /* Unlock a bucket; sweep its leftovers first if an owner's cleanup asked. */
-ST_HIDDEN void st_bucket_unlock(struct st_bucket *b);
+void rqs_st_bucket_unlock(struct st_bucket *b);
 /* Unlock a storage; if its owner was destroyed meanwhile, finish that.
  * true when the owner is gone (destroyed during or before the section). */
-ST_HIDDEN bool st_local_unlock(struct st_local *l);
+bool rqs_st_local_unlock(struct st_local *l);
 /* Clean up a gone storage unless already done; frees it. Tries the lock
  * once (never waits); when that fails, its holder does it in
- * st_local_unlock. */
-ST_HIDDEN void st_local_finish_gone(struct st_local *l);
+ * rqs_st_local_unlock. */
+void rqs_st_local_finish_gone(struct st_local *l);
 
 static inline bool st_lock_ok(int ret)
 {

@@ -55,7 +55,7 @@ static uint32_t bucket_count(void)
 	uint32_t n = atomic_load_explicit(&count, memory_order_relaxed);
 	long cpus;
 
-	if (ST_LIKELY(n))
+	if (RQS_LIKELY(n))
 		return n;
 	cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	n = 16;
@@ -78,7 +78,7 @@ RQSPIN_API struct rqspin_storage_map *(rqspin_storage_map_create)(size_t value_s
 		errno = EINVAL;
 		return NULL;
 	}
-	if (st_setup()) {
+	if (rqs_st_setup()) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -164,14 +164,14 @@ static void unlink_storage_side(struct rqspin_storage_map *m, struct st_elem *e,
 	 * tab is no longer e's index: the state check below skips it. */
 	/* relaxed: ST_STORAGE_UNLINKED is only set under this lock. */
 	if (!(atomic_load_explicit(&e->state, memory_order_relaxed) & ST_STORAGE_UNLINKED)) {
-		st_tab_remove(l, e, m);
-		/* acq_rel: see st_unlink_map_locked. */
+		rqs_st_tab_remove(l, e, m);
+		/* acq_rel: see rqs_st_unlink_map_locked. */
 		state = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED,
 						 memory_order_acq_rel);
 		if (state & ST_MAP_UNLINKED)
-			st_free_elem_rcu(e);
+			rqs_st_free_elem_rcu(e);
 	}
-	st_local_unlock(l);
+	rqs_st_local_unlock(l);
 }
 
 static void map_free_cb(struct rcu_head *h)
@@ -188,9 +188,9 @@ RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map)
 	if (!map)
 		return;
 	rqspin_storage_thread_init();
-	st_assert_not_reading("rqspin_storage_map_destroy inside a read-side section");
+	rqs_st_assert_not_reading("rqspin_storage_map_destroy inside a read-side section");
 	/* relaxed: each bucket's lock, taken below, carries it to a later
-	 * link into that bucket (st_link_map). */
+	 * link into that bucket (rqs_st_link_map). */
 	atomic_store_explicit(&map->dying, 1, memory_order_relaxed);
 	for (uint32_t i = 0; i <= map->bucket_mask; i++) {
 		struct st_bucket *b = &map->buckets[i];
@@ -211,11 +211,11 @@ RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map)
 				break;
 			}
 			l = e->local;
-			state = st_unlink_map_locked(e);
+			state = rqs_st_unlink_map_locked(e);
 			/* (No sweep: we take every element anyway.) */
 			rqspin_unlock(&b->lock);
 			if (state & ST_STORAGE_UNLINKED)
-				st_free_elem_rcu(e);
+				rqs_st_free_elem_rcu(e);
 			else
 				unlink_storage_side(map, e, l);
 			st_read_unlock();
@@ -244,7 +244,7 @@ RQSPIN_API int rqspin_storage_map_iter(struct rqspin_storage_map *map,
 	st_read_lock();
 	for (uint32_t i = 0; i <= map->bucket_mask && !ret; i++) {
 		/* acquire (head and bnext): pair with the release in
-		 * st_link_map, so each element is seen initialised. */
+		 * rqs_st_link_map, so each element is seen initialised. */
 		struct st_elem *e = atomic_load_explicit(&map->buckets[i].head,
 							 memory_order_acquire);
 

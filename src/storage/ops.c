@@ -41,12 +41,12 @@ static struct st_elem *lookup_locked(struct rqspin_storage_map *m, struct st_loc
 	}
 	if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE))
 		e = st_tab_find_locked(atomic_load_explicit(&l->tab, memory_order_relaxed), m->key);
-	st_local_unlock(l);
+	rqs_st_local_unlock(l);
 	return e;
 }
 
 /* The map side: l's element in m's bucket list, lock-free (the list is
- * walked under RCU, st_link_map publishes with release). An element has
+ * walked under RCU, rqs_st_link_map publishes with release). An element has
  * map set while it is linked; a walker on an unlinked one goes on. A
  * destroyed owner's element may still be on the list with its storage
  * side done (its cleanup could not take the bucket lock; see unlink.c),
@@ -58,7 +58,7 @@ static struct st_elem *lookup_locked(struct rqspin_storage_map *m, struct st_loc
 static struct st_elem *lookup_bucket(struct rqspin_storage_map *m, struct st_local *l)
 {
 	struct st_bucket *b = st_bucket_of(m, l);
-	/* acquire (head and bnext): pair with the release in st_link_map. */
+	/* acquire (head and bnext): pair with the release in rqs_st_link_map. */
 	struct st_elem *e = atomic_load_explicit(&b->head, memory_order_acquire);
 
 	for (; e; e = atomic_load_explicit(&e->bnext, memory_order_acquire)) {
@@ -84,7 +84,7 @@ static struct st_elem *lookup(struct rqspin_storage_map *m, struct rqspin_storag
 	struct st_elem *e;
 
 	*err = 0;
-	if (ST_LIKELY(w & ST_OWNER_EMB)) {
+	if (RQS_LIKELY(w & ST_OWNER_EMB)) {
 		e = st_embedded_of(w);
 
 		/* relaxed: the value was initialised before the storage was
@@ -98,7 +98,7 @@ static struct st_elem *lookup(struct rqspin_storage_map *m, struct rqspin_storag
 	l = st_local_of(w);
 	for (int n = 0; n < ST_PROBE_TRIES; n++) {
 		e = st_tab_probe(st_local_tab(l), m->key);
-		if (ST_LIKELY(e != ST_RETRY))
+		if (RQS_LIKELY(e != ST_RETRY))
 			return e;
 		caa_cpu_relax();
 	}
@@ -255,7 +255,7 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 				if (!e)
 					e = elem_alloc(m, init);
 				if (!e) {
-					st_local_unlock(l);
+					rqs_st_local_unlock(l);
 					ret = -ENOMEM;
 					break;
 				}
@@ -279,7 +279,7 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 		if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE)) {
 			found = st_tab_find_locked(
 				atomic_load_explicit(&l->tab, memory_order_relaxed), m->key);
-			ret = found ? 0 : st_tab_reserve(l);
+			ret = found ? 0 : rqs_st_tab_reserve(l);
 		}
 		if (ret == 0 && !found) {
 			/* (A first element got it before publication, and
@@ -288,22 +288,22 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 				ne->local = l;
 			/* Map side first: once ne is in the index, a delete may
 			 * unlink it from both sides. */
-			ret = st_link_map(ne, m);
+			ret = rqs_st_link_map(ne, m);
 		}
 		if (ret == 0 && !found) {
 			/* relaxed: ne's value was published with the storage
 			 * (embedded) or is published by the slot's release
 			 * store below (separate). */
 			atomic_store_explicit(&ne->map, m, memory_order_relaxed);
-			st_tab_insert(l, ne, m->key);
+			rqs_st_tab_insert(l, ne, m->key);
 			inserted = true;
 		} else if (ne != e) {
-			st_release_embedded(l); /* never linked; not CLEANED yet */
+			rqs_st_release_embedded(l); /* never linked; not CLEANED yet */
 		}
 		/* The owner destroyed meanwhile (a handler that interrupted
 		 * us, or a racing thread): its cleanup, done by this unlock or
 		 * before it, took whatever we inserted; do not hand it out. */
-		if (st_local_unlock(l) && !ret)
+		if (rqs_st_local_unlock(l) && !ret)
 			ret = -EIDRM;
 		if (inserted && ne == e)
 			e = NULL; /* the index's (or the cleanup's) now */
@@ -316,11 +316,11 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 			*out = ne;
 		}
 		if (e && e != *out)
-			st_free_elem_now(e); /* never published */
+			rqs_st_free_elem_now(e); /* never published */
 		return 0;
 	}
 	if (e)
-		st_free_elem_now(e);
+		rqs_st_free_elem_now(e);
 	return ret;
 }
 
@@ -368,13 +368,13 @@ RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
 					  struct rqspin_storage_owner *owner, const void *init,
 					  unsigned flags, int *err)
 {
-	if (ST_LIKELY(map && owner && flags <= RQSPIN_STORAGE_F_CREATE)) {
+	if (RQS_LIKELY(map && owner && flags <= RQSPIN_STORAGE_F_CREATE)) {
 		uintptr_t w = owner_word(owner);
 
-		if (ST_LIKELY(w)) {
+		if (RQS_LIKELY(w)) {
 			struct st_elem *e = st_tab_probe(st_local_tab(st_local_of(w)), map->key);
 
-			if (ST_LIKELY(e && e != ST_RETRY)) {
+			if (RQS_LIKELY(e && e != ST_RETRY)) {
 				if (err)
 					*err = 0;
 				return e->data;
@@ -477,18 +477,18 @@ RQSPIN_API int rqspin_storage_delete(struct rqspin_storage_map *map,
 		b = st_bucket_of(map, l);
 		ret = rqspin_lock(&b->lock);
 		if (st_lock_ok(ret)) {
-			st_unlink_map_locked(e);
-			st_bucket_unlock(b);
-			st_tab_remove(l, e, map);
-			/* acq_rel: see st_unlink_map_locked. We did both sides. */
+			rqs_st_unlink_map_locked(e);
+			rqs_st_bucket_unlock(b);
+			rqs_st_tab_remove(l, e, map);
+			/* acq_rel: see rqs_st_unlink_map_locked. We did both sides. */
 			state = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED,
 							 memory_order_acq_rel);
 			if (state & ST_MAP_UNLINKED)
-				st_free_elem_rcu(e);
+				rqs_st_free_elem_rcu(e);
 			ret = 0;
 		}
 	}
-	st_local_unlock(l);
+	rqs_st_local_unlock(l);
 out:
 	st_read_unlock();
 	return ret;

@@ -28,14 +28,14 @@
 
 #include "storage/internal.h"
 
-#ifdef ST_TSAN
-char st_tsan_gp;
+#ifdef RQS_TSAN
+char rqs_st_tsan_gp;
 #endif
 
 static pthread_mutex_t setup_mutex = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic bool setup_done;
 
-int st_setup(void)
+int rqs_st_setup(void)
 {
 	/* acquire: pairs with the release below; the worker exists. */
 	if (atomic_load_explicit(&setup_done, memory_order_acquire))
@@ -65,7 +65,7 @@ int st_setup(void)
 	return 0;
 }
 
-void st_assert_not_reading(const char *what)
+void rqs_st_assert_not_reading(const char *what)
 {
 	if (URCU_TLS(urcu_bp_reader) && urcu_bp_read_ongoing())
 		rqspin__misuse(what, NULL);
@@ -78,7 +78,7 @@ static void elem_free_cb(struct rcu_head *h)
 	struct st_elem *e = caa_container_of(h, struct st_elem, rcu);
 
 	ST_TSAN_ACQUIRE_GP();
-	st_free_elem_now(e);
+	rqs_st_free_elem_now(e);
 }
 
 static void local_free_cb(struct rcu_head *h)
@@ -106,7 +106,7 @@ static void xtab_free_cb(struct rcu_head *h)
 	}
 }
 
-void st_free_elem_now(struct st_elem *e)
+void rqs_st_free_elem_now(struct st_elem *e)
 {
 	if (atomic_load_explicit(&e->state, memory_order_relaxed) & ST_FROM_MALLOC)
 		free(e);
@@ -114,33 +114,33 @@ void st_free_elem_now(struct st_elem *e)
 		rqspin_free_nolock(e);
 }
 
-void st_release_embedded(struct st_local *l)
+void rqs_st_release_embedded(struct st_local *l)
 {
 	/* acq_rel: orders the element's unlinking before the storage's free,
 	 * whichever side does it (see ST_EMB_LIVE). */
 	uint32_t old = atomic_fetch_and_explicit(&l->flags, ~ST_EMB_LIVE, memory_order_acq_rel);
 
 	if (old & ST_CLEANED)
-		st_free_local_rcu(l);
+		rqs_st_free_local_rcu(l);
 }
 
-void st_free_elem_rcu(struct st_elem *e)
+void rqs_st_free_elem_rcu(struct st_elem *e)
 {
 	if (atomic_load_explicit(&e->state, memory_order_relaxed) & ST_EMBEDDED) {
-		st_release_embedded(e->local);
+		rqs_st_release_embedded(e->local);
 		return;
 	}
 	ST_TSAN_RELEASE_GP();
 	urcu_bp_call_rcu(&e->rcu, elem_free_cb);
 }
 
-void st_free_local_rcu(struct st_local *l)
+void rqs_st_free_local_rcu(struct st_local *l)
 {
 	ST_TSAN_RELEASE_GP();
 	urcu_bp_call_rcu(&l->rcu, local_free_cb);
 }
 
-void st_free_xtab_rcu(struct st_xtab *x)
+void rqs_st_free_xtab_rcu(struct st_xtab *x)
 {
 	ST_TSAN_RELEASE_GP();
 	urcu_bp_call_rcu(&x->rcu, xtab_free_cb);
@@ -166,7 +166,7 @@ RQSPIN_API void rqspin_storage_thread_init(void)
 RQSPIN_API void rqspin_storage_synchronize(void)
 {
 	rqspin_storage_thread_init();
-	st_assert_not_reading("rqspin_storage_synchronize inside a read-side section");
+	rqs_st_assert_not_reading("rqspin_storage_synchronize inside a read-side section");
 	urcu_bp_synchronize_rcu();
 	ST_TSAN_ACQUIRE_GP();
 }
@@ -174,7 +174,7 @@ RQSPIN_API void rqspin_storage_synchronize(void)
 RQSPIN_API void rqspin_storage_barrier(void)
 {
 	rqspin_storage_thread_init();
-	st_assert_not_reading("rqspin_storage_barrier inside a read-side section");
+	rqs_st_assert_not_reading("rqspin_storage_barrier inside a read-side section");
 	urcu_bp_barrier();
 	ST_TSAN_ACQUIRE_GP();
 }

@@ -111,7 +111,7 @@ static bool reap_zombie(struct st_elem *e)
 	 * side, and theirs before ours. */
 	st = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED, memory_order_acq_rel);
 	if (st & ST_MAP_UNLINKED)
-		st_free_elem_rcu(e);
+		rqs_st_free_elem_rcu(e);
 	return true;
 }
 
@@ -137,7 +137,7 @@ static struct st_xtab *xtab_of(struct st_local *l, struct st_tab *t)
 	return t == &l->itab ? NULL : caa_container_of(t, struct st_xtab, t);
 }
 
-int st_tab_reserve(struct st_local *l)
+int rqs_st_tab_reserve(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
 	uint32_t cap = (t->mask + 1) * 2;
@@ -160,7 +160,7 @@ int st_tab_reserve(struct st_local *l)
 	return 0;
 }
 
-void st_tab_insert(struct st_local *l, struct st_elem *e, uint64_t key)
+void rqs_st_tab_insert(struct st_local *l, struct st_elem *e, uint64_t key)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
 
@@ -169,7 +169,7 @@ void st_tab_insert(struct st_local *l, struct st_elem *e, uint64_t key)
 	tab_write_end(t);
 }
 
-void st_tab_remove(struct st_local *l, struct st_elem *e, const struct rqspin_storage_map *hint)
+void rqs_st_tab_remove(struct st_local *l, struct st_elem *e, const struct rqspin_storage_map *hint)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
 	uint32_t mask = t->mask;
@@ -185,7 +185,7 @@ void st_tab_remove(struct st_local *l, struct st_elem *e, const struct rqspin_st
 	}
 }
 
-void st_tab_release_all(struct st_local *l)
+void rqs_st_tab_release_all(struct st_local *l)
 {
 	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
 	struct st_xtab *x = xtab_of(l, t);
@@ -197,5 +197,5 @@ void st_tab_release_all(struct st_local *l)
 	tab_write_end(t);
 	/* The grown tables go with the storage (after a grace period). */
 	if (x)
-		st_free_xtab_rcu(x);
+		rqs_st_free_xtab_rcu(x);
 }

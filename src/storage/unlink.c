@@ -6,9 +6,9 @@
  * Owner destruction cannot fail and must not wait for other threads (it is
  * async-signal-safe: its handler may have interrupted the very code that
  * holds the owner's lock). It puts the tombstone in the owner word (so
- * nothing can be created on the owner again, see st_dead), marks the
+ * nothing can be created on the owner again, see rqs_st_dead), marks the
  * storage ST_GONE and tries the lock once; if that fails, whoever holds
- * the lock does the cleanup when it releases it (st_local_unlock). The
+ * the lock does the cleanup when it releases it (rqs_st_local_unlock). The
  * hand-off cannot be lost: the destroyer stores ST_GONE then reads the
  * lock word, a holder stores the unlock then reads the flags, each with a
  * seq_cst fence in between (store-buffering with fences): of the
@@ -24,7 +24,7 @@
  * tried once). When the bucket lock is taken, the element is left on the
  * list with its storage side done, and the bucket's holder sweeps it when
  * it unlocks, by the same hand-off on the bucket's sweep flag
- * (st_bucket_unlock). Whichever side comes second frees the element
+ * (rqs_st_bucket_unlock). Whichever side comes second frees the element
  * (elem->state). Lookups that walk a bucket skip such leftovers: their
  * storage may be freed and its address reused by another owner's.
  */
@@ -32,15 +32,15 @@
 
 /* The tombstone (see internal.h): flags say "gone and cleaned" to anyone
  * who looks; its index is the inline one, empty, seq 0 for good. */
-union st_dead_local st_dead = {
+union st_dead_local rqs_st_dead = {
 	.l = {
 		.flags = ST_GONE | ST_CLEANED,
-		.tab = &st_dead.l.itab,
+		.tab = &rqs_st_dead.l.itab,
 		.itab = { .mask = ST_INLINE_SLOTS - 1 },
 	},
 };
 
-int st_link_map(struct st_elem *e, struct rqspin_storage_map *m)
+int rqs_st_link_map(struct st_elem *e, struct rqspin_storage_map *m)
 {
 	struct st_bucket *b = st_bucket_of(m, e->local);
 	struct st_elem *first;
@@ -51,8 +51,8 @@ int st_link_map(struct st_elem *e, struct rqspin_storage_map *m)
 	/* relaxed: map_destroy sets it before it takes this lock to sweep;
 	 * if we got the lock after that, its unlock carries the store to
 	 * us; if before, it finds e on the list. */
-	if (ST_UNLIKELY(atomic_load_explicit(&m->dying, memory_order_relaxed))) {
-		st_bucket_unlock(b);
+	if (RQS_UNLIKELY(atomic_load_explicit(&m->dying, memory_order_relaxed))) {
+		rqs_st_bucket_unlock(b);
 		return -EIDRM;
 	}
 	first = atomic_load_explicit(&b->head, memory_order_relaxed);
@@ -62,11 +62,11 @@ int st_link_map(struct st_elem *e, struct rqspin_storage_map *m)
 		first->bpprev = &e->bnext;
 	/* release: iterators that load the head see e initialised. */
 	atomic_store_explicit(&b->head, e, memory_order_release);
-	st_bucket_unlock(b);
+	rqs_st_bucket_unlock(b);
 	return 0;
 }
 
-uint32_t st_unlink_map_locked(struct st_elem *e)
+uint32_t rqs_st_unlink_map_locked(struct st_elem *e)
 {
 	struct st_elem *next = atomic_load_explicit(&e->bnext, memory_order_relaxed);
 
@@ -99,17 +99,17 @@ static void bucket_sweep_locked(struct st_bucket *b)
 
 		/* relaxed: ordered by the exchange above. The storage side is
 		 * done: e's storage may be freed; only e's own fields are
-		 * read (st_free_elem_rcu reads e->local only for an embedded
+		 * read (rqs_st_free_elem_rcu reads e->local only for an embedded
 		 * element, whose storage waits for it). */
 		if (atomic_load_explicit(&e->state, memory_order_relaxed) & ST_STORAGE_UNLINKED) {
-			st_unlink_map_locked(e);
-			st_free_elem_rcu(e);
+			rqs_st_unlink_map_locked(e);
+			rqs_st_free_elem_rcu(e);
 		}
 		e = next;
 	}
 }
 
-void st_bucket_unlock(struct st_bucket *b)
+void rqs_st_bucket_unlock(struct st_bucket *b)
 {
 	for (;;) {
 		rqspin_unlock(&b->lock);
@@ -117,7 +117,7 @@ void st_bucket_unlock(struct st_bucket *b)
 		 * with the fence in bucket_ask_sweep (the storage lock's
 		 * hand-off, file comment). */
 		atomic_thread_fence(memory_order_seq_cst);
-		if (ST_LIKELY(!atomic_load_explicit(&b->sweep, memory_order_relaxed)))
+		if (RQS_LIKELY(!atomic_load_explicit(&b->sweep, memory_order_relaxed)))
 			return;
 		/* Taken again (a waiter got in): its holder's unlock sweeps. */
 		if (!rqspin_trylock(&b->lock))
@@ -131,12 +131,12 @@ static __attribute__((noinline, cold)) void bucket_ask_sweep(struct st_bucket *b
 {
 	/* seq_cst store (release: the caller's storage-side OR before the
 	 * request), then a seq_cst fence before our read of the lock word:
-	 * pairs with the fence in st_bucket_unlock. */
+	 * pairs with the fence in rqs_st_bucket_unlock. */
 	atomic_store_explicit(&b->sweep, 1, memory_order_seq_cst);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (rqspin_trylock(&b->lock)) {
 		bucket_sweep_locked(b);
-		st_bucket_unlock(b);
+		rqs_st_bucket_unlock(b);
 	}
 }
 
@@ -159,13 +159,13 @@ static void local_cleanup(struct st_local *l)
 		 * map_destroy frees after one too). NULL: the map side is
 		 * being unlinked, and its unlinker frees e. */
 		m = atomic_load_explicit(&e->map, memory_order_relaxed);
-		/* acq_rel: see st_unlink_map_locked. The slot itself is
+		/* acq_rel: see rqs_st_unlink_map_locked. The slot itself is
 		 * emptied below; until then only this lock holder reads it
 		 * (a probe of a gone storage comes from a caller racing the
 		 * owner's destruction, or a handler that destroyed it). */
 		st = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED, memory_order_acq_rel);
 		if (st & ST_MAP_UNLINKED) {
-			st_free_elem_rcu(e);
+			rqs_st_free_elem_rcu(e);
 			continue;
 		}
 		if (!m)
@@ -174,18 +174,18 @@ static void local_cleanup(struct st_local *l)
 		/* Tried once: owner destruction never waits. */
 		if (rqspin_trylock(&b->lock)) {
 			if (!(atomic_load_explicit(&e->state, memory_order_relaxed) & ST_MAP_UNLINKED)) {
-				st_unlink_map_locked(e);
-				st_free_elem_rcu(e); /* both sides done, by us */
+				rqs_st_unlink_map_locked(e);
+				rqs_st_free_elem_rcu(e); /* both sides done, by us */
 			}
-			st_bucket_unlock(b);
+			rqs_st_bucket_unlock(b);
 		} else {
 			bucket_ask_sweep(b);
 		}
 	}
-	st_tab_release_all(l);
+	rqs_st_tab_release_all(l);
 }
 
-void st_local_finish_gone(struct st_local *l)
+void rqs_st_local_finish_gone(struct st_local *l)
 {
 	bool do_free = false;
 
@@ -199,7 +199,7 @@ void st_local_finish_gone(struct st_local *l)
 		return;
 	if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_CLEANED)) {
 		local_cleanup(l);
-		/* acq_rel: see st_release_embedded. If the embedded element
+		/* acq_rel: see rqs_st_release_embedded. If the embedded element
 		 * still waits for its map side, that side frees the storage. */
 		do_free = !(atomic_fetch_or_explicit(&l->flags, ST_CLEANED, memory_order_acq_rel) &
 			    ST_EMB_LIVE);
@@ -208,18 +208,18 @@ void st_local_finish_gone(struct st_local *l)
 	/* Freed after a grace period: threads that still reach l (through
 	 * an element, in map_destroy) lock it, see ST_CLEANED, and leave. */
 	if (do_free)
-		st_free_local_rcu(l);
+		rqs_st_free_local_rcu(l);
 }
 
-bool st_local_unlock(struct st_local *l)
+bool rqs_st_local_unlock(struct st_local *l)
 {
 	rqspin_unlock(&l->lock);
 	/* seq_cst fence: our unlock before our read of the flags; pairs with
 	 * the fence in rqspin_storage_owner_destroy (file comment). */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (ST_LIKELY(!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE)))
+	if (RQS_LIKELY(!(atomic_load_explicit(&l->flags, memory_order_relaxed) & ST_GONE)))
 		return false;
-	st_local_finish_gone(l);
+	rqs_st_local_finish_gone(l);
 	return true;
 }
 
@@ -242,10 +242,10 @@ RQSPIN_API void rqspin_storage_owner_destroy(struct rqspin_storage_owner *owner)
 		atomic_store_explicit(&l->owner, NULL, memory_order_relaxed);
 		/* seq_cst RMW, then a seq_cst fence: ST_GONE before our first
 		 * read of the lock word; pairs with the fence in
-		 * st_local_unlock (the file comment has the argument). */
+		 * rqs_st_local_unlock (the file comment has the argument). */
 		atomic_fetch_or_explicit(&l->flags, ST_GONE, memory_order_seq_cst);
 		atomic_thread_fence(memory_order_seq_cst);
-		st_local_finish_gone(l);
+		rqs_st_local_finish_gone(l);
 	}
 	st_read_unlock();
 }

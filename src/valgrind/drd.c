@@ -5,33 +5,33 @@
 #ifdef RQSPIN_VALGRIND
 #include <valgrind/drd.h>
 
-void drd_private(const volatile void *p, size_t n)
+void rqs_drd_private(const volatile void *p, size_t n)
 {
 	ANNOTATE_BENIGN_RACE_SIZED(p, n, "librqspin internal (C11 atomics)");
 }
 
-void drd_fresh(void *p, size_t n)
+void rqs_drd_fresh(void *p, size_t n)
 {
 	VALGRIND_DO_CLIENT_REQUEST_STMT(VG_USERREQ__DRD_FINISH_SUPPRESSION, p, n, 0, 0, 0);
 	ANNOTATE_NEW_MEMORY(p, n);
 }
 
-void drd_hb_before(const volatile void *obj)
+void rqs_drd_hb_before(const volatile void *obj)
 {
 	ANNOTATE_HAPPENS_BEFORE(obj);
 }
 
-void drd_hb_after(const volatile void *obj)
+void rqs_drd_hb_after(const volatile void *obj)
 {
 	ANNOTATE_HAPPENS_AFTER(obj);
 }
 
-void drd_lock_post(const volatile void *lock)
+void rqs_drd_lock_post(const volatile void *lock)
 {
 	ANNOTATE_WRITERLOCK_ACQUIRED(lock);
 }
 
-void drd_unlock_pre(const volatile void *lock)
+void rqs_drd_unlock_pre(const volatile void *lock)
 {
 	ANNOTATE_WRITERLOCK_RELEASED(lock);
 }
@@ -44,7 +44,7 @@ void drd_unlock_pre(const volatile void *lock)
  * race). */
 static __thread unsigned ignoring __attribute__((tls_model("initial-exec")));
 
-void drd_record(int on)
+void rqs_drd_record(int on)
 {
 	if (on) {
 		if (--ignoring == 0)
@@ -54,11 +54,11 @@ void drd_record(int on)
 	}
 }
 #else
-void drd_private(const volatile void *p, size_t n) { (void)p; (void)n; }
-void drd_fresh(void *p, size_t n) { (void)p; (void)n; }
-void drd_hb_before(const volatile void *obj) { (void)obj; }
-void drd_hb_after(const volatile void *obj) { (void)obj; }
-void drd_lock_post(const volatile void *lock) { (void)lock; }
-void drd_unlock_pre(const volatile void *lock) { (void)lock; }
-void drd_record(int on) { (void)on; }
+void rqs_drd_private(const volatile void *p, size_t n) { (void)p; (void)n; }
+void rqs_drd_fresh(void *p, size_t n) { (void)p; (void)n; }
+void rqs_drd_hb_before(const volatile void *obj) { (void)obj; }
+void rqs_drd_hb_after(const volatile void *obj) { (void)obj; }
+void rqs_drd_lock_post(const volatile void *lock) { (void)lock; }
+void rqs_drd_unlock_pre(const volatile void *lock) { (void)lock; }
+void rqs_drd_record(int on) { (void)on; }
 #endif

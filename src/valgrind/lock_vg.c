@@ -26,9 +26,9 @@ static void word_private(const void *lock)
 static void acquired_hb(const void *lock)
 {
 	if (rqspin__valgrind == VG_HELGRIND)
-		hg_hb_after(lock);
+		rqs_hg_hb_after(lock);
 	else if (rqspin__valgrind == VG_DRD)
-		drd_hb_after(lock);
+		rqs_drd_hb_after(lock);
 }
 
 RQSPIN_API void rqspin__qspin_lock_vg(qspinlock_t *lock)
@@ -57,9 +57,9 @@ RQSPIN_API bool rqspin__qspin_trylock_vg(qspinlock_t *lock)
 RQSPIN_API void rqspin__qspin_unlock_vg(qspinlock_t *lock)
 {
 	if (rqspin__valgrind == VG_HELGRIND)
-		hg_hb_before(lock);
+		rqs_hg_hb_before(lock);
 	else if (rqspin__valgrind == VG_DRD)
-		drd_hb_before(lock);
+		rqs_drd_hb_before(lock);
 	vg_internal_begin();
 	qspin_unlock(lock);
 	vg_internal_end();
@@ -75,7 +75,7 @@ static void rq_pre(rqspinlock_t *lock)
 {
 	word_private(lock);
 	if (rqspin__valgrind == VG_HELGRIND)
-		hg_lock_pre(lock);
+		rqs_hg_lock_pre(lock);
 	vg_internal_begin();
 }
 
@@ -85,9 +85,9 @@ static void rq_post(rqspinlock_t *lock, bool taken)
 	if (!taken)
 		return;
 	if (rqspin__valgrind == VG_HELGRIND)
-		hg_lock_post(lock);
+		rqs_hg_lock_post(lock);
 	else if (rqspin__valgrind == VG_DRD)
-		drd_lock_post(lock);
+		rqs_drd_lock_post(lock);
 }
 
 RQSPIN_API int rqspin__lock_vg(rqspinlock_t *lock, uint64_t timeout_ns)
@@ -117,12 +117,12 @@ RQSPIN_API bool rqspin__trylock_vg(rqspinlock_t *lock)
 RQSPIN_API void rqspin__unlock_vg(rqspinlock_t *lock)
 {
 	if (rqspin__valgrind == VG_HELGRIND)
-		hg_unlock_pre(lock);
+		rqs_hg_unlock_pre(lock);
 	else if (rqspin__valgrind == VG_DRD)
-		drd_unlock_pre(lock);
+		rqs_drd_unlock_pre(lock);
 	vg_internal_begin();
 	rqspin_unlock(lock);
 	vg_internal_end();
 	if (rqspin__valgrind == VG_HELGRIND)
-		hg_unlock_post(lock);
+		rqs_hg_unlock_post(lock);
 }

@@ -2,7 +2,7 @@
 /*
  * Describing the library to Valgrind's tools (docs/valgrind.md).
  *
- * rqspin__valgrind (lock_common.h) says which tool runs the process, once,
+ * rqspin__valgrind (rqspin/static/lock_word.h) says which tool runs the process, once,
  * at load time (detect.c). Natively every hook here is one predictable
  * branch on it. Under a race detector (helgrind, DRD):
  *  - qspinlock, which any thread may release, is a happens-before edge
@@ -23,7 +23,9 @@
 
 #include <stddef.h>
 
-#include <rqspin/lock_common.h>
+#include <rqspin/static/lock_word.h>
+
+#include "common/compiler.h"
 
 /* Values of rqspin__valgrind. */
 enum vg_tool {
@@ -33,34 +35,34 @@ enum vg_tool {
 	VG_DRD = 3,
 };
 
-#define VG_ON() __builtin_expect(rqspin__valgrind != VG_NATIVE, 0)
-#define VG_RACES() __builtin_expect(rqspin__valgrind >= VG_HELGRIND, 0)
+#define VG_ON() RQS_UNLIKELY(rqspin__valgrind != VG_NATIVE)
+#define VG_RACES() RQS_UNLIKELY(rqspin__valgrind >= VG_HELGRIND)
 
 /* What the tool is told (helgrind.c, drd.c). */
-void hg_private(const volatile void *p, size_t n);
-void hg_fresh(void *p, size_t n);
-void hg_hb_before(const volatile void *obj);
-void hg_hb_after(const volatile void *obj);
-void hg_lock_pre(const volatile void *lock);
-void hg_lock_post(const volatile void *lock);
-void hg_unlock_pre(const volatile void *lock);
-void hg_unlock_post(const volatile void *lock);
-void drd_private(const volatile void *p, size_t n);
-void drd_fresh(void *p, size_t n);
-void drd_hb_before(const volatile void *obj);
-void drd_hb_after(const volatile void *obj);
-void drd_lock_post(const volatile void *lock);
-void drd_unlock_pre(const volatile void *lock);
-void drd_record(int on);
+void rqs_hg_private(const volatile void *p, size_t n);
+void rqs_hg_fresh(void *p, size_t n);
+void rqs_hg_hb_before(const volatile void *obj);
+void rqs_hg_hb_after(const volatile void *obj);
+void rqs_hg_lock_pre(const volatile void *lock);
+void rqs_hg_lock_post(const volatile void *lock);
+void rqs_hg_unlock_pre(const volatile void *lock);
+void rqs_hg_unlock_post(const volatile void *lock);
+void rqs_drd_private(const volatile void *p, size_t n);
+void rqs_drd_fresh(void *p, size_t n);
+void rqs_drd_hb_before(const volatile void *obj);
+void rqs_drd_hb_after(const volatile void *obj);
+void rqs_drd_lock_post(const volatile void *lock);
+void rqs_drd_unlock_pre(const volatile void *lock);
+void rqs_drd_record(int on);
 
 /* [p, p+n) is the library's and synchronised by atomics: never checked. */
 static inline void vg_private(const volatile void *p, size_t n)
 {
 	if (VG_RACES()) {
 		if (rqspin__valgrind == VG_HELGRIND)
-			hg_private(p, n);
+			rqs_hg_private(p, n);
 		else
-			drd_private(p, n);
+			rqs_drd_private(p, n);
 	}
 }
 
@@ -71,9 +73,9 @@ static inline void vg_fresh(void *p, size_t n)
 {
 	if (VG_RACES()) {
 		if (rqspin__valgrind == VG_HELGRIND)
-			hg_fresh(p, n);
+			rqs_hg_fresh(p, n);
 		else
-			drd_fresh(p, n);
+			rqs_drd_fresh(p, n);
 	}
 }
 
@@ -85,13 +87,13 @@ static inline void vg_fresh(void *p, size_t n)
 static inline void vg_internal_begin(void)
 {
 	if (rqspin__valgrind == VG_DRD)
-		drd_record(0);
+		rqs_drd_record(0);
 }
 
 static inline void vg_internal_end(void)
 {
 	if (rqspin__valgrind == VG_DRD)
-		drd_record(1);
+		rqs_drd_record(1);
 }
 
 #endif /* RQSPIN_VALGRIND_VG_H */

@@ -4,7 +4,7 @@ cmake_minimum_required(VERSION 3.25)
 # can still test RQSPIN_VERSION_MAJOR. The headers are listed when the test
 # runs, so a new one is covered without editing this file.
 #   cmake -DCC=<compiler> -DINC=<include dir> -DOUT=<scratch dir> -P check_headers.cmake
-file(GLOB headers RELATIVE ${INC} ${INC}/rqspin/*.h)
+file(GLOB headers RELATIVE ${INC} ${INC}/rqspin/*.h ${INC}/rqspin/static/*.h)
 if(NOT headers)
   message(FATAL_ERROR "no headers under ${INC}/rqspin")
 endif()

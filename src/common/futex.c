@@ -1,24 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <linux/futex.h>
-#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "lock/wait.h"
+#include "common/futex.h"
 
 /* These run inside signal handlers: they keep errno as they found it, so
  * a handler that takes a lock cannot clobber the interrupted code's. */
-void wait_yield(void)
-{
-	int e = errno;
-
-	sched_yield();
-	errno = e;
-}
-
-void futex_wait(_Atomic uint32_t *word, uint32_t val)
+void rqs_futex_wait(_Atomic uint32_t *word, uint32_t val)
 {
 	int e = errno;
 
@@ -27,7 +18,7 @@ void futex_wait(_Atomic uint32_t *word, uint32_t val)
 	errno = e;
 }
 
-void futex_wait_ns(_Atomic uint32_t *word, uint32_t val, uint64_t ns)
+void rqs_futex_wait_ns(_Atomic uint32_t *word, uint32_t val, uint64_t ns)
 {
 	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
 			       .tv_nsec = (long)(ns % 1000000000u) };
@@ -39,7 +30,7 @@ void futex_wait_ns(_Atomic uint32_t *word, uint32_t val, uint64_t ns)
 	errno = e;
 }
 
-void futex_wake(_Atomic uint32_t *word)
+void rqs_futex_wake(_Atomic uint32_t *word)
 {
 	int e = errno;
 

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inline-support header (not API): the layout of a thread's held-lock
+ * table, which the inline rqspinlock fast paths write and the diagnostics
+ * (rqspin_held_locks(), failure reports) show.
+ */
+#ifndef RQSPIN_STATIC_HELD_H
+#define RQSPIN_STATIC_HELD_H
+
+#include <stdint.h>
+#include <rqspin/defs.h>
+
+/* Held-lock table: 31 entries + count = 256 bytes (the kernel's size). */
+#define RQSPIN_NR_HELD 31
+
+/*
+ * A stack of the locks the thread holds, oldest first. cnt is the number
+ * of locks held (plus the one being acquired, on top, during a lock call);
+ * it may exceed RQSPIN_NR_HELD, and locks pushed past the table are not
+ * recorded ("untracked"). The table stays exact for any unlock order: an
+ * unlock removes the lock's own entry and closes the gap. A NULL entry
+ * below cnt stands for an untracked lock that moved down after an
+ * out-of-order unlock (held, identity unknown). Entries equal to
+ * RQSPIN__HELD_RELEASED were released by another thread (cross-thread
+ * unlock) and are dropped lazily.
+ */
+struct rqspin_held_locks {
+	uint32_t cnt;
+	uint32_t pad_;
+	const void *locks[RQSPIN_NR_HELD];
+};
+
+/* Marks an entry whose lock another thread released (see above). */
+#define RQSPIN__HELD_RELEASED ((const void *)1)
+
+#endif /* RQSPIN_STATIC_HELD_H */
