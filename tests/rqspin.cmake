@@ -86,6 +86,13 @@ rqspin_add_test(NAME rqspin_fork_shared SOURCES rqspin_fork_shared.c
 rqspin_add_test(NAME rqspin_fork_ghost SOURCES rqspin_fork_ghost.c
   TIMEOUT 120 LABELS rqspin unit signal NO_TSAN NO_ASAN)
 
+# A forked child's repair of a vanished thread's pending bit never takes a
+# live waiter's bit for it (its holder's role hidden by a signal handler
+# that waits on another lock): rqspin_trylock fails, and a queued
+# rqspin_lock waits for the bit's holder.
+rqspin_add_test(NAME rqspin_fork_repair SOURCES rqspin_fork_repair.c
+  TIMEOUT 120 LABELS rqspin unit signal NO_TSAN NO_ASAN)
+
 # Only cycle members fail: ABBA between two threads with eight lock-free
 # bystanders queued on both locks; every bystander gets its lock, with no
 # report hook and with a hook that sleeps 20 ms.

@@ -39,6 +39,8 @@ static _Atomic uint32_t in_use;
 static _Atomic uint32_t nfree;
 /* Set in a forked child whose parent had other threads. */
 static _Atomic bool ghosts;
+/* Held by a child thread while it repairs a ghost's pending bit. */
+static _Atomic bool repairing;
 static pthread_key_t exit_key;
 static bool exit_key_ok;
 
@@ -60,6 +62,30 @@ uint32_t rqs_registry_in_use(void)
 bool rqs_registry_has_ghosts(void)
 {
 	return atomic_load_explicit(&ghosts, memory_order_relaxed);
+}
+
+/* acquire: the previous repairer's writes (the cleared bit, the ghosts'
+ * roles) are seen by this one, which reads them under the flag. */
+bool rqs_registry_repair_begin(void)
+{
+	bool clear = false;
+
+	return atomic_compare_exchange_strong_explicit(&repairing, &clear, true,
+						       memory_order_acquire, memory_order_relaxed);
+}
+
+/* release: pairs with begin's acquire and busy's. */
+void rqs_registry_repair_end(void)
+{
+	atomic_store_explicit(&repairing, false, memory_order_release);
+}
+
+/* acquire: a thread that saw the flag drop sets the pending bit after the
+ * repair's clearing CAS in the word's modification order (happens-before),
+ * so the CAS cannot have read, and cleared, that thread's bit. */
+bool rqs_registry_repair_busy(void)
+{
+	return atomic_load_explicit(&repairing, memory_order_acquire);
 }
 
 #define CAND_WORDS ((RQSPIN_SLOT_LIMIT + 63) / 64)
@@ -265,6 +291,12 @@ static void atfork_child(void)
 	if (me && me->slot == NO_SLOT)
 		atomic_store_explicit(&me->tid, (pid_t)rqs_os_gettid(), memory_order_relaxed);
 	atomic_store_explicit(&in_use, used, memory_order_relaxed);
+	/* A repairer in the parent (a thread of a child forking again) is a
+	 * ghost now and will never drop the flag; the forking thread is in
+	 * no repair (repairs block signals, so not from a handler either).
+	 * What the vanished repairer did or did not do is left as a repair
+	 * for the next one. */
+	atomic_store_explicit(&repairing, false, memory_order_relaxed);
 }
 
 __attribute__((constructor)) static void registry_init(void)

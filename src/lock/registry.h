@@ -140,6 +140,14 @@ uint32_t rqs_registry_high_water(void);
 uint32_t rqs_registry_in_use(void);
 /* Slots left by threads that vanished in fork() (only in a forked child). */
 bool rqs_registry_has_ghosts(void);
+/* The forked child's pending-repair flag (slowpath.c, pending_repair): one
+ * repair of a ghost's pending bit at a time, process-wide. begin takes it
+ * (false when another thread holds it; acquire), end drops it (release),
+ * busy reads it (acquire). fork() leaves it clear in the child. All three
+ * are async-signal-safe. */
+bool rqs_registry_repair_begin(void);
+void rqs_registry_repair_end(void);
+bool rqs_registry_repair_busy(void);
 
 /* Deadlock candidates: threads waiting for a lock while they hold another
  * (every member of a cycle is one). A bitmap by slot, set and cleared in

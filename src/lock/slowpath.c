@@ -62,6 +62,8 @@
  * interleavings, is model-checked by tests/model/ (SPIN).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 
 #include <rqspin/qspinlock.h>
@@ -308,6 +310,120 @@ static bool stalled(struct waiter *w, uint64_t now)
 	return false;
 }
 
+/* A full fence between our stores and the loads after it (store-load
+ * order; see its callers for who pairs with whom). */
+static inline void store_load_fence(void)
+{
+#ifndef RQSPIN__TSAN
+	atomic_thread_fence(memory_order_seq_cst);
+#else
+	/* TSan does not model fences (and GCC warns about them); it checks
+	 * races, not this store-load order, so a compiler barrier will do. */
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+/* Does l's pending bit look like a vanished thread's: set, no live thread
+ * (other than self) waits for l as ROLE_PENDING, and a ghost does? */
+static bool pending_looks_ghost(const struct rqspin_thread *self, lockword_t *l)
+{
+	return (word_load(l, memory_order_relaxed) & RQSPIN__PENDING_MASK) &&
+	       !rqs_deadlock_waiter(self, l, SLOT_USED, ROLE_PENDING) &&
+	       rqs_deadlock_waiter(NULL, l, RQS_TABLE_RETIRED, ROLE_PENDING);
+}
+
+/*
+ * In a forked child: clear l's pending bit when a vanished thread left it.
+ * The bit names no owner, so "a ghost's" is a judgement from the tables
+ * (pending_looks_ghost), and it must still hold at the clearing CAS: a
+ * live thread that sets the bit in between would lose it, and the lock
+ * would have two owners (found by the SPIN model, configuration
+ * rqspin-fork-repair-race: a trylock's repair cleared the bit a queue
+ * head had just set after its own repair). So:
+ *
+ *  - one repair at a time, process-wide (rqs_registry_repair_begin): a busy
+ *    flag means no repair this time (the caller comes back);
+ *  - the repairer takes the flag, fences, then looks; a live thread sets
+ *    the bit only after set_role(ROLE_PENDING), a fence and a wait while
+ *    the flag is set (pending_gate). Each stores, fences, then loads the
+ *    other's store, so at least one sees the other: the repairer sees the
+ *    live role and leaves the bit, or the setter waits for the repair to
+ *    end. Under the flag a bit that looks like a ghost's therefore is
+ *    one, and it stays set until we clear it (nobody live holds it, and
+ *    a setter needs it clear), so the CAS loop cannot clear a live bit;
+ *  - before the flag drops, the ghosts' ROLE_PENDING for l become
+ *    ROLE_NONE: their bit is gone, and a stale role would make a later
+ *    live bit look like a ghost's whenever its holder's role is out of
+ *    sight (a signal handler of the holder that waits on another lock
+ *    has replaced its waiting_for; tests/rqspin_fork_repair.c).
+ *
+ * Signals are blocked from taking the flag to dropping it: a handler of
+ * this thread that went on to set a pending bit would wait for ever on
+ * the flag we hold. The cost (two sigprocmask calls) is paid only when the
+ * bit looks like a ghost's. self: left out of the scan (NULL: nobody).
+ * True when this call cleared the bit. Async-signal-safe.
+ */
+static bool pending_repair(const struct rqspin_thread *self, lockword_t *l)
+{
+	struct rqspin_thread *g;
+	sigset_t all, old;
+	uint32_t val;
+	bool cleared = false;
+
+	if (!pending_looks_ghost(self, l))
+		return false;
+	sigfillset(&all);
+	if (pthread_sigmask(SIG_BLOCK, &all, &old))
+		return false;
+	if (rqs_registry_repair_begin()) {
+		/* Pairs with pending_gate's fence. */
+		store_load_fence();
+		if (pending_looks_ghost(self, l)) {
+			/* relaxed: the bit's holder vanished; the ghost's
+			 * writes are in this address space since the fork. */
+			val = word_load(l, memory_order_relaxed);
+			while ((val & RQSPIN__PENDING_MASK) &&
+			       !word_cas(l, &val, val & ~RQSPIN__PENDING_MASK, memory_order_relaxed))
+				;
+			/* relaxed: read under the flag (its release drop
+			 * publishes them) or by pre-checks that only filter.
+			 * Bounded: each round retires one ghost's role. */
+			while ((g = (struct rqspin_thread *)rqs_deadlock_waiter(NULL, l, RQS_TABLE_RETIRED,
+									   ROLE_PENDING)))
+				atomic_store_explicit(&g->role, ROLE_NONE, memory_order_relaxed);
+			cleared = true;
+		}
+		rqs_registry_repair_end();
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return cleared;
+}
+
+/* We are about to set the pending bit, our ROLE_PENDING stored: in a
+ * forked child with ghosts, fence (pairs with pending_repair's) and wait
+ * while a repair is under way. The repairer runs a short straight-line
+ * section with signals blocked, so this wait is short unless it was
+ * preempted: spin, then yield, as wait_next does. Outside such a child
+ * nothing: a thread that saw no ghosts and is then forked from its own
+ * handler stored its role before the fork, so every repairer in the child
+ * sees it. */
+static void pending_gate(struct waiter *w)
+{
+	uint32_t spins = 0;
+
+	if (!w->res || !rqs_registry_has_ghosts())
+		return;
+	store_load_fence();
+	while (rqs_registry_repair_busy()) {
+		if (++spins < SPIN_BUDGET) {
+			arch_cpu_relax();
+		} else {
+			stat_inc(&w->self->stats.yielded);
+			rqs_os_yield();
+		}
+	}
+}
+
 /* In a forked child: what vanished threads left in the lock word. A held
  * byte whose holder is a ghost becomes owner-dead; a pending bit whose
  * holder is a ghost is cleared. Only when no live thread claims either:
@@ -320,7 +436,8 @@ static bool stalled(struct waiter *w, uint64_t now)
  * either rule alone allows.) A ghost that took the lock but vanished
  * before it withdrew its wait still shows the lock as its attempt, not as
  * a hold: with no holder found, such a ghost counts as the holder (found
- * by the model, configuration rqspin-fork-patient). */
+ * by the model, configuration rqspin-fork-patient). The pending bit is
+ * pending_repair()'s. */
 static void ghost_repair(struct waiter *w)
 {
 	lockword_t *l = w->lock;
@@ -340,13 +457,9 @@ static void ghost_repair(struct waiter *w)
 				 memory_order_relaxed))
 			;
 	}
-	if ((val & RQSPIN__PENDING_MASK) && !w->have_pending &&
-	    !rqs_deadlock_waiter(w->self, l, SLOT_USED, ROLE_PENDING) &&
-	    rqs_deadlock_waiter(NULL, l, RQS_TABLE_RETIRED, ROLE_PENDING)) {
-		while ((val & RQSPIN__PENDING_MASK) &&
-		       !word_cas(l, &val, val & ~RQSPIN__PENDING_MASK, memory_order_relaxed))
-			;
-	}
+	/* Not our own role: a head keeps ROLE_PENDING after a failed CAS. */
+	if ((val & RQSPIN__PENDING_MASK) && !w->have_pending)
+		(void)pending_repair(w->self, l);
 }
 
 static int deadlock_check(struct waiter *w)
@@ -372,13 +485,7 @@ static int pre_wait_check(struct waiter *w)
 	if (!w->tok.holding)
 		return 0;
 	w->spin_budget = SPIN_BUDGET_HOLDING;
-#ifndef RQSPIN__TSAN
-	atomic_thread_fence(memory_order_seq_cst);
-#else
-	/* TSan does not model fences (and GCC warns about them); it checks
-	 * races, not this store-load order, so a compiler barrier will do. */
-	atomic_signal_fence(memory_order_seq_cst);
-#endif
+	store_load_fence();
 	return deadlock_check(w);
 }
 
@@ -560,8 +667,14 @@ static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct r
 			rqs_assert(v == MCS_GO || v == MCS_ABORT);
 			return v;
 		}
-		if (w->res && is_ghost(prev))
-			return MCS_GO;
+		if (w->res && is_ghost(prev)) {
+			/* Load again: the predecessor may have written its
+			 * hand-over after the load above and vanished since
+			 * (a fork from our own handler in between); an ABORT
+			 * must still drain us. Nobody writes our node now. */
+			v = atomic_load_explicit(&node->locked, memory_order_acquire);
+			return v == MCS_PARKED || v == MCS_WAIT ? MCS_GO : v;
+		}
 	}
 }
 
@@ -665,10 +778,10 @@ static int head_wait(struct waiter *w, bool lost)
 	for (;;) {
 		if (!w->have_pending && !(val & RQSPIN__PENDING_MASK)) {
 			/* relaxed: the acquire comes with the locked==0 load.
-			 * (In a forked child, repairs read our role with the
-			 * word; our role was stored before, in program order,
-			 * and only this thread's checks depend on it.) */
+			 * In a forked child, repairs must see our role before
+			 * they may see our bit: pending_gate. */
 			set_role(w, ROLE_PENDING);
+			pending_gate(w);
 			if (word_cas(l, &val, val | RQSPIN__PENDING_VAL, memory_order_relaxed))
 				handoff_arm(w);
 			else
@@ -804,6 +917,7 @@ static int nonode_lock(struct waiter *w, bool *dead)
 				continue;
 			}
 			set_role(w, ROLE_PENDING);
+			pending_gate(w);
 			if (word_cas(l, &val, val | RQSPIN__PENDING_VAL, memory_order_acquire))
 				return pending_take(w, val, dead);
 			set_role(w, ROLE_NONODE);
@@ -898,6 +1012,7 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 				goto err_entry;
 		}
 		set_role(&w, ROLE_PENDING);
+		pending_gate(&w);
 	}
 	/* Become the pending waiter. acquire: if the lock is free already we
 	 * own it from this read on, after the last unlock's release. */
@@ -1083,24 +1198,21 @@ err_entry:
 
 bool rqspin__trylock_pending(rqspinlock_t *lock, uint32_t val)
 {
-	struct rqspin_thread *self;
 	lockword_t *l = &lock->w;
 	uint32_t free = 0;
 
+	(void)val; /* pending_repair looks at the word itself */
 	/* Outside a forked child a pending bit is a live waiter's: fail, as
 	 * a trylock does on a contended lock. */
 	if (!rqs_registry_has_ghosts())
 		return false;
-	self = registry_self();
-	/* The child's repair of a vanished pending waiter (ghost_repair's
-	 * rule), so that a program that only ever trylocks is not locked
-	 * out for good. */
-	if (rqs_deadlock_waiter(self, l, SLOT_USED, ROLE_PENDING) ||
-	    !rqs_deadlock_waiter(NULL, l, RQS_TABLE_RETIRED, ROLE_PENDING))
+	/* The child's repair of a vanished pending waiter, so that a
+	 * program that only ever trylocks is not locked out for good.
+	 * Nobody is left out of the scan: our role and waiting_for are those
+	 * of the slow path a signal handler (this call) interrupted, if any,
+	 * and its bit is not a ghost's. */
+	if (!pending_repair(NULL, l))
 		return false;
-	while ((val & RQSPIN__PENDING_MASK) &&
-	       !word_cas(l, &val, val & ~RQSPIN__PENDING_MASK, memory_order_relaxed))
-		;
 	/* acquire: pairs with the unlock's release store, as the fast path's
 	 * CAS. */
 	return atomic_compare_exchange_strong_explicit((_Atomic uint32_t *)&l->val, &free,

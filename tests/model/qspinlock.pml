@@ -230,6 +230,7 @@ bool wf[NTH];           /* waiting_for == A (wait_publish .. wait_unpublish) */
 byte role[NTH];         /* rqspin_thread.role: 0 none, 1 pending, 2 queued, 3 head, 4 no-node */
 bool incs[NTH];         /* ghost: thread t is in A's critical section */
 bool gtimed[NN];        /* the node's timed park returned behind a ghost */
+bool rflag;             /* registry.c's repair flag: a pending repair is under way */
 /* held_by(t, A, attempt = waiting_for == A): the entry is a hold only
  * when t is not in A's slow path. */
 /* registry_has_ghosts() */
@@ -280,29 +281,88 @@ bool gtimed[NN];        /* the node's timed park returned behind a ghost */
 			     LIVE_ROLE(me, 2, r) || LIVE_ROLE(me, 3, r))
 #define GHOST_PENDING    ((ghost[1] && wf[1] && role[1] == 1) || (ghost[2] && wf[2] && role[2] == 1))
 /*
- * ghost_repair(), the pending rule: a waiter that does not hold the bit
- * itself, seeing it set while no live thread waits as ROLE_PENDING and a
- * ghost does, clears it with a CAS loop whose failure reloads the word
- * and retries as long as any pending bit is set (merged: one step that
- * clears whatever bit is there). The load and the two registry scans are
- * one step; the CAS loop is the next.
+ * ghost_repair(), the pending rule (pending_repair()): a waiter that does
+ * not hold the bit itself, seeing it set while no live thread waits as
+ * ROLE_PENDING and a ghost does (the look: the load and the two registry
+ * scans, one step), takes the repair flag (a CAS; busy: no repair this
+ * time), then under the flag (after a full fence) looks again, clears the
+ * bit (a CAS loop whose failure reloads and retries while the bit is set:
+ * merged), sets the ghosts' ROLE_PENDING for the lock to ROLE_NONE and
+ * drops the flag (those stores only matter to readers under the flag:
+ * one step). A live thread sets the pending bit only after
+ * set_role(ROLE_PENDING), a fence and a wait while the flag is set
+ * (PENDING_GATE): of a repairer and a setter, either the repairer's look
+ * sees the setter's role, or the setter waits until the repair is done.
  */
 #ifndef MUTANT_REPAIR_KEEPS_PENDING
 #define PENDING_CLEAR(L) word[L] = word[L] & ~PENDING_MASK
 #else
 #define PENDING_CLEAR(L) skip
 #endif
-#define PENDING_REPAIR(L, T) \
+#define REPAIR_LOOK(L, T) \
+	((word[L] & PENDING_MASK) != 0 && !LIVE_IN_ROLE(T, 1) && GHOST_PENDING)
+#ifndef MUTANT_REPAIR_KEEPS_GHOST_ROLE
+#define GHOST_ROLE_NONE(t) role[t] = (ghost[t] && wf[t] && role[t] == 1 -> 0 : role[t])
+#else
+#define GHOST_ROLE_NONE(t) skip
+#endif
+#ifndef MUTANT_REPAIR_NO_FLAG
+#ifndef MUTANT_REPAIR_FLAG_ONLY
+#define PENDING_GATE     (!rflag);
+#else
+#define PENDING_GATE
+#endif
+/* The flag is taken (rs = 1); the look under it (rs = 2: clear). */
+#define REPAIR_UNDER_FLAG(L, T) \
 	atomic { \
-		HAS_GHOSTS && !hp && (word[L] & PENDING_MASK) != 0 && \
-		!LIVE_IN_ROLE(T, 1) && GHOST_PENDING -> skip \
+		if \
+		:: REPAIR_LOOK(L, T) -> rs = 2 \
+		:: else \
+		fi \
 	}; \
+	if \
+	:: rs == 2 -> \
+		atomic { \
+			if \
+			:: (word[L] & PENDING_MASK) != 0 -> PENDING_CLEAR(L) \
+			:: else \
+			fi \
+		} \
+	:: else \
+	fi; \
+	atomic { \
+		if \
+		:: rs == 2 -> GHOST_ROLE_NONE(1); GHOST_ROLE_NONE(2) \
+		:: else \
+		fi; \
+		rflag = false \
+	}
+#define PENDING_REPAIR(L, T) \
+	atomic { HAS_GHOSTS && !hp && REPAIR_LOOK(L, T) -> skip }; \
+	atomic { \
+		if \
+		:: !rflag -> rflag = true; rs = 1 \
+		:: else \
+		fi \
+	}; \
+	if \
+	:: rs == 1 -> REPAIR_UNDER_FLAG(L, T) \
+	:: else \
+	fi; \
+	rs = 0
+#else
+/* The rule before the flag (slowpath.c until the fix): the look, then the
+ * CAS loop; setters do not wait. */
+#define PENDING_GATE
+#define PENDING_REPAIR(L, T) \
+	atomic { HAS_GHOSTS && !hp && REPAIR_LOOK(L, T) -> skip }; \
 	atomic { \
 		if \
 		:: (word[L] & PENDING_MASK) != 0 -> PENDING_CLEAR(L) \
 		:: else \
 		fi \
 	}
+#endif
 /* fork(): threads 1 and 2 vanish wherever they are. The forking thread
  * keeps its critical section (it may fork while holding A). */
 #define DO_FORK \
@@ -337,6 +397,7 @@ bool gtimed[NN];        /* the node's timed park returned behind a ghost */
 #define FK(x)            x
 #else
 #define FK(x)            skip
+#define PENDING_GATE
 #define NOT_PATIENT      true
 #define MAY_DEADLOCK(T)  MAYFAIL(T)
 #define ONE_HEAD(L)      (nheads[L] == 1)
@@ -565,6 +626,8 @@ PROGRESS_PENDING
 	/* slowpath(): become the pending waiter (fetch_or, acquire); undo
 	 * with clear_pending() (a separate RMW) when others wait. */
 	FK(role[T] = 1);   /* set_role(ROLE_PENDING) */
+	/* pending_gate(): in a child with ghosts, wait out a repair. */
+	PENDING_GATE
 fetch_or:
 	atomic { val = word[L]; word[L] = word[L] | PENDING_VAL };
 	if
@@ -799,10 +862,16 @@ park:
 			/* mcs_wait(): still MCS_PARKED and the predecessor's
 			 * slot is a ghost (a child forked from a handler that
 			 * interrupted this very wait): no hand-off will come,
-			 * return MCS_GO. (The value was loaded before the check:
-			 * an ABORT the predecessor wrote just before it vanished
-			 * is not seen, see README.md.) */
+			 * return MCS_GO, unless the value loaded again shows
+			 * one the predecessor wrote after the first load,
+			 * before it vanished (nobody writes the node any more:
+			 * the reload and its test are one step). */
+#ifndef MUTANT_GHOST_GO_STALE
+			:: v == MCS_PARKED && ghost[prev / 2] ->
+				v = (mlocked[me] == MCS_PARKED -> GHOST_GO : mlocked[me])
+#else
 			:: v == MCS_PARKED && ghost[prev / 2] -> v = GHOST_GO
+#endif
 			:: v == MCS_PARKED && !ghost[prev / 2] -> goto park
 #else
 			:: v == MCS_PARKED -> goto park
@@ -832,7 +901,7 @@ park:
 		atomic {
 			if
 			:: v == MCS_ABORT -> assert(drain[me]); ret = ETIMEDOUT
-			:: v == GHOST_GO -> nheads[L]++; ishead = true; assert(ONE_HEAD(L))
+			:: v == GHOST_GO -> assert(!drain[me]); nheads[L]++; ishead = true; assert(ONE_HEAD(L))
 			:: else -> assert(!drain[me]); nheads[L]++; ishead = true; assert(ONE_HEAD(L))
 			fi;
 			/* ghosts back to their resting values */
@@ -881,9 +950,18 @@ head_wait:
 	:: atomic { !hp && (word[L] & PENDING_MASK) == 0 -> word[L] = word[L] | PENDING_VAL; hp = true }
 #else
 	/* set_role(ROLE_PENDING) comes before the CAS, and stays when the
-	 * CAS fails (repairs read it): two steps. */
-	:: atomic { !hp && role[T] != 1 && (word[L] & PENDING_MASK) == 0 -> role[T] = 1 }
-	:: atomic { !hp && role[T] == 1 && (word[L] & PENDING_MASK) == 0 -> word[L] = word[L] | PENDING_VAL; hp = true }
+	 * CAS fails (repairs read it); pending_gate() in between waits out a
+	 * repair. The CAS fails when the bit is back (merged: it succeeds
+	 * whenever the bit is clear; a C retry after a change of other bits
+	 * passes the gate once more, which the model does not require). */
+	:: atomic { !hp && (word[L] & PENDING_MASK) == 0 -> role[T] = 1 };
+	   PENDING_GATE
+	   atomic {
+		if
+		:: (word[L] & PENDING_MASK) == 0 -> word[L] = word[L] | PENDING_VAL; hp = true
+		:: else
+		fi
+	   }
 #endif
 #else
 	:: atomic { !hp && (word[L] & LP_MASK) == 0 -> val = word[L] }; break
@@ -1202,7 +1280,25 @@ try_start:
 			fi
 		};
 #ifndef MUTANT_TRYLOCK_NO_REPAIR
+#ifndef MUTANT_REPAIR_NO_FLAG
+		/* pending_repair(): the flag (busy: fail, rs = 3, and retry
+		 * once it is dropped), the look under it, the clear. */
+		atomic {
+			if
+			:: !rflag -> rflag = true; rs = 1
+			:: else -> rs = 3; goto try_failed
+			fi
+		};
+		REPAIR_UNDER_FLAG(L, T);
+		atomic {
+			if
+			:: rs == 2 -> rs = 0
+			:: else -> rs = 0; hp = LIVE_IN_ROLE(T, 1); goto try_failed
+			fi
+		};
+#else
 		atomic { word[L] = word[L] & ~PENDING_MASK };
+#endif
 #endif
 		atomic {
 			if
@@ -1225,15 +1321,18 @@ try_retry:
 	 * program falls back to rqspin_lock() (its next call), when it has
 	 * one: decided first, so that a retry may wait for ever. */
 	if
-	:: atomic { r + 1 < ROUNDS_OF(T) -> val = 0; hp = false }; goto try_done
+	:: atomic { r + 1 < ROUNDS_OF(T) -> val = 0; hp = false; rs = 0 }; goto try_done
 	:: skip
 	fi;
 	if
-	:: atomic { word[L] != val || LIVE_IN_ROLE(T, 1) != hp -> val = 0; hp = false };
+	:: atomic {
+		word[L] != val || LIVE_IN_ROLE(T, 1) != hp || (rs == 3 && !rflag) ->
+		val = 0; hp = false; rs = 0
+	   };
 		goto try_start
 	:: atomic {
 		finished + nghosts == NTH - 1 && (word[L] & ~PENDING_MASK) != 0 ->
-		val = 0; hp = false
+		val = 0; hp = false; rs = 0
 	   };
 		goto try_done
 	fi;
@@ -1268,7 +1367,15 @@ try_done:
 	byte ret;           /* OK, ETIMEDOUT, EDEADLK, EOWNERDEAD */ \
 	bool hp;            /* have_pending (head_wait) */ \
 	bool ishead;        /* ghost: we are the queue head */ \
-	byte r              /* rounds done (threads) */
+	byte r              /* rounds done (threads) */ \
+	FORK_LOCALS
+#ifdef FORK
+/* pending_repair(): 0 idle, 1 holds the repair flag, 2 and clears the bit,
+ * 3 (trylock) failed on a busy flag. */
+#define FORK_LOCALS ; byte rs
+#else
+#define FORK_LOCALS
+#endif
 
 active [NTH] proctype thread() PROVIDED
 {
