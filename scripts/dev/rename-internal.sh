@@ -48,6 +48,7 @@ names=(
   st_free_local_rcu st_free_xtab_rcu st_link_map st_local_finish_gone st_local_unlock
   st_release_embedded st_setup st_tab_insert st_tab_release_all st_tab_remove
   st_tab_reserve st_unlink_map_locked st_tsan_gp
+  st_empty st_free_xtab_chain st_storage_insert st_storage_remove
 )
 alt=$(IFS='|'; echo "${names[*]}")
 

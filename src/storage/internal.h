@@ -232,8 +232,8 @@ union st_empty_tab {
 	struct st_tab t;
 	char bytes[sizeof(struct st_tab) + sizeof(struct st_slot)];
 };
-extern union st_empty_tab st_empty;
-#define ST_EMPTY_TAB (&st_empty.t)
+extern union st_empty_tab rqs_st_empty;
+#define ST_EMPTY_TAB (&rqs_st_empty.t)
 
 static inline struct rcu_head *st_local_bare_rcu(struct st_local *l)
 {
@@ -376,7 +376,7 @@ void rqs_st_free_elem_rcu(struct st_elem *e);
 /* (With its grown tables, and its first element.) */
 void rqs_st_free_local_rcu(struct st_local *l);
 /* Free a chain of grown tables now (a storage's, after its grace period). */
-void st_free_xtab_chain(struct st_xtab *x);
+void rqs_st_free_xtab_chain(struct st_xtab *x);
 /* Free an element that was never published (never an embedded one). */
 void rqs_st_free_elem_now(struct st_elem *e);
 /* The embedded element of l is unlinked on both sides. */
@@ -502,8 +502,8 @@ void rqs_st_tab_remove(struct st_local *l, struct st_elem *e,
 			     const struct rqspin_storage_map *hint);
 /* The storage side of e: link it (the first element: FIRST_IN; another:
  * into the index, room reserved) or unlink it. Under the storage's lock. */
-void st_storage_insert(struct st_local *l, struct st_elem *e, uint64_t key);
-void st_storage_remove(struct st_local *l, struct st_elem *e,
+void rqs_st_storage_insert(struct st_local *l, struct st_elem *e, uint64_t key);
+void rqs_st_storage_remove(struct st_local *l, struct st_elem *e,
 				 const struct rqspin_storage_map *hint);
 /* Empty the index of a storage whose elements were all unlinked (the
  * storage's cleanup; its grown tables are freed with it). */

@@ -164,7 +164,7 @@ static void unlink_storage_side(struct rqspin_storage_map *m, struct st_elem *e,
 	 * tab is no longer e's index: the state check below skips it. */
 	/* relaxed: ST_STORAGE_UNLINKED is only set under this lock. */
 	if (!(atomic_load_explicit(&e->state, memory_order_relaxed) & ST_STORAGE_UNLINKED)) {
-		st_storage_remove(l, e, m);
+		rqs_st_storage_remove(l, e, m);
 		/* acq_rel: see rqs_st_unlink_map_locked. */
 		state = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED,
 						 memory_order_acq_rel);

@@ -304,7 +304,7 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 			 * (embedded) or is published by the slot's release
 			 * store below (separate). */
 			atomic_store_explicit(&ne->map, m, memory_order_relaxed);
-			st_storage_insert(l, ne, m->key);
+			rqs_st_storage_insert(l, ne, m->key);
 			inserted = true;
 		} else if (ne != e) {
 			rqs_st_release_embedded(l); /* never linked; not CLEANED yet */
@@ -489,7 +489,7 @@ RQSPIN_API int rqspin_storage_delete(struct rqspin_storage_map *map,
 		if (st_lock_ok(ret)) {
 			rqs_st_unlink_map_locked(e);
 			rqs_st_bucket_unlock(b);
-			st_storage_remove(l, e, map);
+			rqs_st_storage_remove(l, e, map);
 			/* acq_rel: see rqs_st_unlink_map_locked. We did both sides. */
 			state = atomic_fetch_or_explicit(&e->state, ST_STORAGE_UNLINKED,
 							 memory_order_acq_rel);

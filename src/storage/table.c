@@ -185,7 +185,7 @@ void rqs_st_tab_remove(struct st_local *l, struct st_elem *e, const struct rqspi
 	}
 }
 
-void st_storage_insert(struct st_local *l, struct st_elem *e, uint64_t key)
+void rqs_st_storage_insert(struct st_local *l, struct st_elem *e, uint64_t key)
 {
 	if (e == l->first)
 		/* relaxed: read only under the storage's lock, which we hold;
@@ -195,7 +195,7 @@ void st_storage_insert(struct st_local *l, struct st_elem *e, uint64_t key)
 		rqs_st_tab_insert(l, e, key);
 }
 
-void st_storage_remove(struct st_local *l, struct st_elem *e, const struct rqspin_storage_map *hint)
+void rqs_st_storage_remove(struct st_local *l, struct st_elem *e, const struct rqspin_storage_map *hint)
 {
 	if (e == l->first)
 		atomic_fetch_and_explicit(&l->flags, ~ST_FIRST_IN, memory_order_relaxed);

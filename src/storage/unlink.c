@@ -30,7 +30,7 @@
  */
 #include "storage/internal.h"
 
-union st_empty_tab st_empty;
+union st_empty_tab rqs_st_empty;
 
 /* The tombstone (see internal.h): flags say "gone and cleaned" to anyone
  * who looks; its index is the shared empty one. */
