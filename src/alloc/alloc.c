@@ -49,11 +49,16 @@
  * the owning page's atomic remote list (lock-free push; the owner takes
  * all with an exchange). The list word also counts its objects in its top
  * 16 bits (objects live below 2^48), so taking a list costs no walk over
- * it. The first such push after the owner last looked
- * also sets a NOTIFIED bit in the same word and queues the page on the
- * owning heap's atomic notify list, so the owner finds pages that other
- * threads freed into without scanning; a page whose NOTIFIED bit is set is
- * never recycled, so the late queueing is safe.
+ * it. The owner takes the list when the page's own free list runs dry
+ * (the list becomes the free list, no walk). Only a page that the owner
+ * must hear about is queued on the owning heap's atomic notify list: one
+ * that the owner left full (it set a FULL bit in the word when the page
+ * left its lists), or one that this free may have emptied (the pending
+ * count reaches the page's used count, read as a hint). The push that
+ * queues it sets a NOTIFIED bit in the same word, so nobody queues it
+ * twice; a page whose NOTIFIED bit is set is never recycled, so the late
+ * queueing is safe. Dequeued, a full page takes its list and becomes
+ * partial, an empty one is retired, any other just clears NOTIFIED.
  *
  * Thread exit. A pthread key destructor (key created by a constructor)
  * collects what can be collected, returns empty pages and marks the heap
@@ -73,7 +78,7 @@
  * page) goes to the heap's cache of 4 pages, then to the shared pool
  * (pool.c: two lock-free stacks of page ids with 40-bit ABA tags, "dirty"
  * = still resident and "clean" = given back). Once the dirty stack holds
- * 32 pages (2 MiB), further pages are madvised before they are pushed.
+ * 64 pages (4 MiB), further pages are madvised before they are pushed.
  * The current page is never released on a free, and pages are recycled
  * from the caches first, so an alloc/free loop at a page boundary does no
  * system calls.
@@ -174,7 +179,7 @@ static ALLOC_FN struct block *class_alloc_held(struct heap *h, struct hclass *hc
 	if (LIKELY(b != NULL)) {
 		check_reused(b, c);
 		pg->free = b->next;
-		pg->used++;
+		page_used_set(pg, pg->used + 1);
 	} else {
 		b = class_alloc_slow(h, hc, c);
 	}
@@ -287,7 +292,7 @@ static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t 
 		return alloc_refill(h, hc, c, flags);
 	check_reused(b, c);
 	pg->free = b->next;
-	pg->used++;
+	page_used_set(pg, pg->used + 1);
 	count_owner(&hc->nalloc, 1);
 	busy_clear(&hc->busy);
 	if (UNLIKELY(flags != 0 || SAN_ACTIVE))
@@ -394,7 +399,8 @@ static ALLOC_FN __attribute__((noinline)) void free_remote(struct heap *me, stru
 {
 	struct heap *owner = pg->heap;
 	unsigned c = pg->cls;
-	uintptr_t x;
+	uintptr_t x, n;
+	bool queue;
 
 	if (owner == OWNER_RESERVE) {
 		reserve_free(pg, b);
@@ -410,15 +416,29 @@ static ALLOC_FN __attribute__((noinline)) void free_remote(struct heap *me, stru
 	ALLOC_TEST_HOOK(HOOK_REMOTE, c);
 	x = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
 	do {
+		n = (x >> XFREE_CNT_SHIFT) + 1;
+		/*
+		 * Queue the page on the owner's notify list only when the owner
+		 * needs to hear of it: it left the page full (FULL), or this
+		 * free may be the page's last live object (used is read as a
+		 * hint: a stale value costs a needless notice, or leaves an
+		 * empty partial page to be found when the owner refills from
+		 * it). Other remote frees just wait on the page: the owner
+		 * takes them when its free list runs dry.
+		 */
+		queue = !(x & XFREE_NOTIFIED) &&
+			((x & XFREE_FULL) || n >= __atomic_load_n(&pg->used, __ATOMIC_RELAXED));
 		b->next = (struct block *)(x & XFREE_PTR_MASK);
 		/* release: b's link and canary are visible to the owner, whose
 		 * exchange/CAS on xfree acquires (every push is an RMW, so the
-		 * owner synchronises with all pushers before it). */
+		 * owner synchronises with all pushers before it). FULL is
+		 * cleared: the page has a free object now. */
 	} while (!atomic_compare_exchange_weak_explicit(
 		&pg->xfree, &x,
-		(uintptr_t)b | XFREE_NOTIFIED | (((x >> XFREE_CNT_SHIFT) + 1) << XFREE_CNT_SHIFT),
+		(uintptr_t)b | (queue ? XFREE_NOTIFIED : (x & XFREE_NOTIFIED)) |
+			(n << XFREE_CNT_SHIFT),
 		memory_order_release, memory_order_relaxed));
-	if (!(x & XFREE_NOTIFIED)) {
+	if (queue) {
 		notify_push(owner, pg);
 		/* The owner has exited: nobody would look at its notify list
 		 * until a new thread adopts the heap, and the pages of the
@@ -482,7 +502,7 @@ static ALLOC_FN __attribute__((noinline)) void free_local_general(struct heap *h
 	old = pg->free;
 	b->next = old;
 	pg->free = b;
-	pg->used--;
+	page_used_set(pg, pg->used - 1);
 	count_owner(&hc->nfree, 1);
 	free_local_tail(h, hc, pg, old);
 }
@@ -534,7 +554,7 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 		b->canary = block_canary(b);
 	b->next = old;
 	pg->free = b;
-	pg->used--;
+	page_used_set(pg, pg->used - 1);
 	count_owner(&hc->nfree, 1);
 	if (UNLIKELY((pg != hc->page && (!old || !pg->used)) ||
 		     atomic_load_explicit(&h->deferred, memory_order_relaxed) != NULL)) {

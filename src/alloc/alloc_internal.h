@@ -85,14 +85,18 @@ static inline bool heap_is_real(const struct heap *h)
 	return (uintptr_t)h > 4;
 }
 
-/* Remote-free list word: count << 48 | block pointer | NOTIFIED (the page
- * is on, or is about to be pushed on, its heap's notify list). Objects
- * live below 2^48 (segments above are refused), so the top 16 bits count
- * the objects on the list (at most 8192): the owner takes a list without
- * walking it to count. */
+/* Remote-free list word: count << 48 | block pointer | FULL | NOTIFIED.
+ * NOTIFIED: the page is on, or is about to be pushed on, its heap's notify
+ * list. FULL: the owner left the page with no free object (it is on no
+ * list of the heap), so the next remote free must queue it. Objects live
+ * below 2^48 (segments above are refused) and are 8-byte aligned, so the
+ * top 16 bits count the objects on the list (at most 8192): the owner takes
+ * a list without walking it to count. */
 #define XFREE_NOTIFIED ((uintptr_t)1)
+#define XFREE_FULL ((uintptr_t)2)
 #define XFREE_CNT_SHIFT 48
-#define XFREE_PTR_MASK ((((uintptr_t)1 << XFREE_CNT_SHIFT) - 1) & ~XFREE_NOTIFIED)
+#define XFREE_PTR_MASK ((((uintptr_t)1 << XFREE_CNT_SHIFT) - 1) & ~(uintptr_t)7)
+#define XFREE_COUNT(x) ((uint32_t)((x) >> XFREE_CNT_SHIFT))
 _Static_assert(VA_BITS <= XFREE_CNT_SHIFT, "object addresses must leave room for the count");
 
 /*
@@ -104,7 +108,9 @@ _Static_assert(VA_BITS <= XFREE_CNT_SHIFT, "object addresses must leave room for
 struct page {
 	struct block *free;    /* local free list */
 	struct heap *heap;     /* owner, or OWNER_* */
-	uint32_t used;         /* objects handed out and not yet freed back here */
+	uint32_t used;         /* objects handed out and not yet freed back here
+				  (written by the owner only, with page_used_set;
+				  read by remote frees as a hint) */
 	uint32_t bump;         /* objects carved so far (the rest never touched) */
 	uint32_t bsize;        /* object size */
 	uint32_t recip;        /* ceil(2^32 / bsize): offset -> index without a division */
@@ -132,6 +138,14 @@ struct segment {
 _Static_assert(sizeof(struct segment) <= PAGE_SIZE, "segment header must fit page 0");
 _Static_assert(sizeof(struct page) == 128, "page descriptor: one owner line, one shared line");
 _Static_assert(PAGE_SIZE / 8 <= (1u << 13), "reserve block index is 13 bits");
+
+/* The owner changes used with a relaxed atomic store (a plain mov): remote
+ * frees read it, as a hint only, to tell when their free may empty the
+ * page (free_remote). */
+static inline void page_used_set(struct page *pg, uint32_t v)
+{
+	__atomic_store_n(&pg->used, v, __ATOMIC_RELAXED);
+}
 
 /* Segment map: one bit per 4 MiB of address space, set for our segments.
  * Lets free recognise a foreign pointer without touching its memory. */
@@ -283,18 +297,22 @@ enum heap_state { HEAP_FRESH = 0, HEAP_OWNED, HEAP_ABANDONED, HEAP_LOST };
 
 struct heap {
 	struct hclass cls[NCLASSES];
+	/* ---- the owner's line: its thread and that thread's handlers (a
+	 * local free reads deferred every time) ---- */
 	_Atomic(struct block *) deferred; /* nested frees into busy classes */
-	_Atomic(struct page *) notify;    /* pages with new remote frees */
-	_Atomic uint32_t state;
-	/* Thread id of the thread holding the heap (0 while nobody does):
-	 * without a thread-exit key (heap.c) it tells a heap whose owner has
-	 * died. */
-	_Atomic int32_t owner_tid;
 	uint32_t hbusy;                   /* the empty-page cache is being changed */
 	uint32_t ncache;
 	uint32_t idx;
 	struct page *cache[HEAP_CACHE];
 	_Atomic uint64_t nnested, nnext, ndeferred;
+	/* ---- what other threads write: remote frees push pages here, so
+	 * it must not share the owner's line ---- */
+	_Atomic(struct page *) notify __attribute__((aligned(64))); /* pages with new remote frees */
+	_Atomic uint32_t state;
+	/* Thread id of the thread holding the heap (0 while nobody does):
+	 * without a thread-exit key (heap.c) it tells a heap whose owner has
+	 * died. */
+	_Atomic int32_t owner_tid;
 } __attribute__((aligned(64)));
 
 /* The calling thread's heap: NULL before its first call, TLS_EXITED after

@@ -22,7 +22,10 @@
 #include "alloc/alloc_internal.h"
 #include "valgrind/vg.h"
 
-#define POOL_DIRTY_MAX 32u /* 2 MiB of resident empty pages, shared */
+/* 4 MiB of resident empty pages, shared. At 2 MiB, larson-like loads (random
+ * sizes, random frees by other threads) gave a page back and faulted it in
+ * again for most page switches: each madvise costs a TLB shootdown. */
+#define POOL_DIRTY_MAX 64u
 #define ID_BITS 24u
 #define ID_MASK ((1ull << ID_BITS) - 1)
 #define REAP_PER_REFILL 4u
@@ -266,7 +269,7 @@ ALLOC_FN void page_init(struct page *pg, struct heap *owner, unsigned c)
 	}
 #endif
 	__atomic_store_n(&pg->bump, 0, __ATOMIC_RELAXED);
-	pg->used = 0;
+	page_used_set(pg, 0);
 	pg->free = NULL;
 	pg->in_partial = 0;
 	pg->next = pg->prev = NULL;
