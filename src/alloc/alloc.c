@@ -183,8 +183,6 @@ static ALLOC_FN struct block *class_alloc_held(struct heap *h, struct hclass *hc
 	} else {
 		b = class_alloc_slow(h, hc, c);
 	}
-	if (LIKELY(b != NULL))
-		count_owner(&hc->nalloc, 1);
 	busy_clear(&hc->busy);
 	return b;
 }
@@ -243,7 +241,7 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_nested(struct heap *h, uns
 }
 
 static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t size,
-								     unsigned flags);
+								     unsigned flags, bool san);
 
 /* No usable heap yet (first call of the thread) or any more (exited). */
 static ALLOC_FN __attribute__((noinline)) void *alloc_noheap(size_t size, unsigned c,
@@ -255,7 +253,7 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_noheap(size_t size, unsign
 
 	/* size is already grown by the redzone, if any. */
 	if (h == NULL && heap_is_real(heap_attach()))
-		return malloc_small(size, flags);
+		return malloc_small(size, flags, SAN_ACTIVE);
 	/* After this thread's exit destructor (or with no heap to be had):
 	 * borrow an abandoned heap for this one call. */
 	h = heap_claim(&adopted);
@@ -268,9 +266,10 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_noheap(size_t size, unsign
 	return b ? finish(b, alloc_class_size[c], flags) : NULL;
 }
 
-/* A request of at most SMALL_MAX bytes. */
+/* A request of at most SMALL_MAX bytes. san: SAN_ACTIVE, or a value the
+ * caller knows it has (the fast entry: no load of the Valgrind flag). */
 static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t size,
-								     unsigned flags)
+								     unsigned flags, bool san)
 {
 	struct heap *h = alloc_tls_heap;
 	struct hclass *hc;
@@ -293,9 +292,8 @@ static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t 
 	check_reused(b, c);
 	pg->free = b->next;
 	page_used_set(pg, pg->used + 1);
-	count_owner(&hc->nalloc, 1);
 	busy_clear(&hc->busy);
-	if (UNLIKELY(flags != 0 || SAN_ACTIVE))
+	if (UNLIKELY(flags != 0 || san))
 		return finish_slow(b, alloc_class_size[c], flags);
 	if (c != 0)
 		b->canary = 0;
@@ -312,7 +310,7 @@ static ALLOC_FN __attribute__((noinline)) void *malloc_redzoned(size_t size, uns
 
 	if (grown > SMALL_MAX)
 		return large_alloc(size, flags);
-	b = malloc_small(grown, flags);
+	b = malloc_small(grown, flags, true);
 	if (b)
 		san_exact(b, size, page_of((uintptr_t)b)->bsize);
 	return b;
@@ -327,7 +325,12 @@ RQSPIN_API ALLOC_FN void *rqspin_malloc_nolock(size_t size, unsigned flags)
 	if (UNLIKELY(rqspin__valgrind != 0))
 		return malloc_redzoned(size, flags);
 #endif
-	return malloc_small(size, flags);
+	/* Valgrind is not running (checked above): only ASan watches. */
+#ifdef ALLOC_ASAN
+	return malloc_small(size, flags, true);
+#else
+	return malloc_small(size, flags, false);
+#endif
 }
 
 /* Is b a live object of pg? Reports and returns false if not. */
@@ -503,7 +506,6 @@ static ALLOC_FN __attribute__((noinline)) void free_local_general(struct heap *h
 	b->next = old;
 	pg->free = b;
 	page_used_set(pg, pg->used - 1);
-	count_owner(&hc->nfree, 1);
 	free_local_tail(h, hc, pg, old);
 }
 
@@ -555,7 +557,6 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 	b->next = old;
 	pg->free = b;
 	page_used_set(pg, pg->used - 1);
-	count_owner(&hc->nfree, 1);
 	if (UNLIKELY((pg != hc->page && (!old || !pg->used)) ||
 		     atomic_load_explicit(&h->deferred, memory_order_relaxed) != NULL)) {
 		free_local_tail(h, hc, pg, old);

@@ -148,21 +148,23 @@ static inline void page_used_set(struct page *pg, uint32_t v)
 }
 
 /* Segment map: one bit per 4 MiB of address space, set for our segments.
- * Lets free recognise a foreign pointer without touching its memory. */
-extern _Atomic(_Atomic uint64_t *) alloc_segmap;
+ * Lets free recognise a foreign pointer without touching its memory. A
+ * static array (8 MiB of .bss: address space only, a page of it becomes
+ * resident when a segment in its 128 GiB range is created), so free
+ * finds it without loading a pointer first. */
+extern _Atomic uint64_t alloc_segmap[SEG_UNITS / 64];
 
 static inline bool seg_is_ours(uintptr_t a)
 {
-	_Atomic uint64_t *map = atomic_load_explicit(&alloc_segmap, memory_order_relaxed);
 	uintptr_t u = a >> SEG_SHIFT;
 
 	/* relaxed: a pointer into a segment reached the caller after the
 	 * segment was created (through whatever handed the object over),
 	 * so its bit is already visible; for any other pointer the answer
 	 * is "no" whatever we read. */
-	if (UNLIKELY(!map || u >= SEG_UNITS))
+	if (UNLIKELY(u >= SEG_UNITS))
 		return false;
-	return (atomic_load_explicit(&map[u >> 6], memory_order_relaxed) >> (u & 63)) & 1;
+	return (atomic_load_explicit(&alloc_segmap[u >> 6], memory_order_relaxed) >> (u & 63)) & 1;
 }
 
 static inline struct page *page_of(uintptr_t a)
@@ -187,10 +189,15 @@ static inline char *page_start(const struct page *pg)
 static inline uint32_t page_block_index(const struct page *pg, uintptr_t a)
 {
 	uint64_t off = a & (PAGE_SIZE - 1); /* pg = page_of(a): pages are aligned */
-	uint32_t idx = (uint32_t)((off * pg->recip) >> 32);
+	uint64_t m = off * pg->recip;
+	uint32_t idx = (uint32_t)(m >> 32);
 
+	/* One multiply gives both: for offsets and sizes below 2^16, the
+	 * high half of off * ceil(2^32 / bsize) is off / bsize and the low
+	 * half is below the reciprocal exactly when bsize divides off
+	 * (checked for every class and offset when this was written). */
 	if (UNLIKELY(idx >= __atomic_load_n(&pg->bump, __ATOMIC_RELAXED) ||
-		     (uint64_t)idx * pg->bsize != off))
+		     (uint32_t)m >= pg->recip))
 		return UINT32_MAX;
 	return idx;
 }
@@ -264,15 +271,14 @@ struct hclass {
 	struct page *partial;  /* other pages with local free objects */
 	uint32_t busy;         /* this class's structures are being changed */
 	uint32_t pad_;
-	/* Counters written by the owner (load + store under busy), read by
-	 * anyone: allocations, local frees. */
-	_Atomic uint64_t nalloc;
-	_Atomic uint64_t nfree;
-	/* Objects of this class owned by other heaps that this thread freed:
-	 * counted like nalloc under the busy flag, or, when a handler finds
-	 * the class busy, with an atomic add on the second counter. */
+	/* Objects of this class owned by other heaps that this thread freed
+	 * (statistics only): counted by the owner (load + store under the
+	 * busy flag), or, when a handler finds the class busy, with an
+	 * atomic add on the second counter. Live objects are not counted
+	 * per call: the statistics sum the pages' used counts. */
 	_Atomic uint64_t nremote;
 	_Atomic uint64_t nremote_nested;
+	uint64_t pad2_[2];
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct hclass) == 64, "one cache line per class");
 
@@ -398,6 +404,8 @@ struct heap *heap_at(uint32_t i);
 size_t heap_flush_cache(struct heap *h);
 
 /* pool.c */
+/* Add to live[c] the objects of class c in use in the heaps' pages. */
+void pool_count_live(int64_t live[NCLASSES]);
 struct page *pool_get(void);
 void pool_put(struct page *pg);
 size_t pool_trim(void);

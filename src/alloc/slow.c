@@ -250,7 +250,6 @@ static ALLOC_FN void free_into_page(struct heap *h, struct hclass *hc, struct pa
 	b->next = old;
 	pg->free = b;
 	page_used_set(pg, pg->used - 1);
-	count_owner(&hc->nfree, 1);
 	if (pg != hc->page && (!old || !pg->used))
 		free_local_slow(h, hc, pg);
 }
@@ -359,7 +358,7 @@ ALLOC_FN void page_retire(struct heap *h, struct page *pg)
 	page_used_set(pg, 0);
 	pg->in_partial = 0;
 	pg->next = pg->prev = NULL;
-	pg->heap = OWNER_POOL;
+	__atomic_store_n(&pg->heap, OWNER_POOL, __ATOMIC_RELAXED); /* read by the statistics */
 	atomic_fetch_sub_explicit(&alloc_gstats.pages_active, 1, memory_order_relaxed);
 	/* The cache's count is read only once its flag is ours: a handler
 	 * that ran between a check of the count and the flag could fill the
