@@ -109,6 +109,51 @@ const uint32_t alloc_class_size[NCLASSES] = {
 	6144,  7168,  8192,  10240, 12288, 14336, 16384,
 };
 
+const uint8_t alloc_class_of8[CLASS_TAB_MAX / 8 + 1] = {
+	0,  0,  1,  2,  2,  3,  3,  4,  4,  5,  5,  6,  6,  7,  7,  8,
+	8,  9,  9,  9,  9,  10, 10, 10, 10, 11, 11, 11, 11, 12, 12, 12,
+	12, 13, 13, 13, 13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14,
+	14, 15, 15, 15, 15, 15, 15, 15, 15, 16, 16, 16, 16, 16, 16, 16,
+	16, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17,
+	17, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
+	18, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19,
+	19, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
+	20,
+};
+
+#ifdef ALLOC_VALGRIND
+/* The largest request that the fast entry serves: SMALL_MAX once the
+ * load-time constructor (alloc_init) has seen that Valgrind does not run,
+ * 0 before and under Valgrind, so the fast entry needs no load of the
+ * Valgrind flag. Written before main, read only after (like
+ * rqspin__valgrind): a plain variable. */
+size_t alloc_fast_max;
+#endif
+
+/* Local frees take the general path when a sanitizer watches: under
+ * Valgrind alloc_fast_max is 0 (also before the constructor, when the
+ * general path is merely slower), a hidden variable, so the test needs no
+ * load of the exported flag's address. */
+#if defined(ALLOC_ASAN)
+#define SAN_FREE_GENERAL 1
+#elif defined(ALLOC_VALGRIND)
+#define SAN_FREE_GENERAL (alloc_fast_max == 0)
+#else
+#define SAN_FREE_GENERAL 0
+#endif
+
+void alloc_init_fast(void)
+{
+#if RQSPIN_ALLOC_DEBUG
+	for (size_t s = 0; s <= CLASS_TAB_MAX; s++)
+		if (size_to_class(s) != size_to_class_calc(s))
+			alloc_corrupt("size class table", (void *)s);
+#endif
+#ifdef ALLOC_VALGRIND
+	alloc_fast_max = rqspin__valgrind ? 0 : SMALL_MAX;
+#endif
+}
+
 struct page alloc_empty_page;
 
 /* Hand object b of size bs to the user: the general case (flags, or a
@@ -317,13 +362,27 @@ static ALLOC_FN __attribute__((noinline)) void *malloc_redzoned(size_t size, uns
 }
 #endif
 
+#ifdef ALLOC_VALGRIND
+/* Larger than alloc_fast_max: a large object, Valgrind, or a call before
+ * the load-time constructor. */
+static ALLOC_FN __attribute__((noinline)) void *malloc_entry_slow(size_t size, unsigned flags)
+{
+	if (size > SMALL_MAX)
+		return large_alloc(size, flags);
+	if (rqspin__valgrind != 0)
+		return malloc_redzoned(size, flags);
+	return malloc_small(size, flags, false);
+}
+#endif
+
 RQSPIN_API ALLOC_FN void *rqspin_malloc_nolock(size_t size, unsigned flags)
 {
+#ifdef ALLOC_VALGRIND
+	if (UNLIKELY(size > alloc_fast_max))
+		return malloc_entry_slow(size, flags);
+#else
 	if (UNLIKELY(size > SMALL_MAX))
 		return large_alloc(size, flags);
-#ifdef ALLOC_VALGRIND
-	if (UNLIKELY(rqspin__valgrind != 0))
-		return malloc_redzoned(size, flags);
 #endif
 	/* Valgrind is not running (checked above): only ASan watches. */
 #ifdef ALLOC_ASAN
@@ -530,6 +589,10 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 		return;
 	}
 	pg = page_of(a);
+	/* One register for pg: left alone, the compiler rebuilds the
+	 * address from the segment and the page index for several of the
+	 * accesses below, which costs registers (and saves of them). */
+	__asm__("" : "+r"(pg));
 	h = alloc_tls_heap;
 	if (UNLIKELY(pg->heap != h)) {
 		free_remote(h, pg, b);
@@ -546,14 +609,16 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 	old = pg->free;
 	/* old == b: a second free right after the first, the one double
 	 * free that the 8-byte class (no room for a canary) can show. */
-	if (UNLIKELY(page_block_index(pg, a) == UINT32_MAX || old == b ||
-		     (c != 0 && b->canary == block_canary(b)) || SAN_ACTIVE ||
-		     (RQSPIN_ALLOC_DEBUG && c == 0))) {
-		free_local_general(h, hc, pg, b);
-		return;
+	if (UNLIKELY(page_block_index(pg, a) == UINT32_MAX || old == b || SAN_FREE_GENERAL ||
+		     (RQSPIN_ALLOC_DEBUG && c == 0)))
+		goto general;
+	if (c != 0) {
+		uint64_t k = block_canary(b);
+
+		if (UNLIKELY(b->canary == k))
+			goto general;
+		b->canary = k;
 	}
-	if (c != 0)
-		b->canary = block_canary(b);
 	b->next = old;
 	pg->free = b;
 	page_used_set(pg, pg->used - 1);
@@ -563,6 +628,9 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 		return;
 	}
 	busy_clear(&hc->busy);
+	return;
+general:
+	free_local_general(h, hc, pg, b);
 }
 
 RQSPIN_API ALLOC_FN size_t rqspin_malloc_usable_size(const void *p)

@@ -253,7 +253,7 @@ static inline ALLOC_FN bool tiny_is_free(const void *b)
 extern const uint32_t alloc_class_size[NCLASSES];
 
 /* 8 | 16..128 step 16 | then 4 classes per doubling up to 16 KiB. */
-static inline unsigned size_to_class(size_t s)
+static inline unsigned size_to_class_calc(size_t s)
 {
 	unsigned b;
 
@@ -262,6 +262,19 @@ static inline unsigned size_to_class(size_t s)
 	s--;
 	b = 63u - (unsigned)__builtin_clzl(s);
 	return 9u + (b - 7u) * 4u + (unsigned)((s >> (b - 2u)) & 3u);
+}
+
+/* Class of the sizes up to 1024 by 8-byte steps: every class boundary up
+ * to there is a multiple of 8, so index (s + 7) / 8 names one class. The
+ * table is size_to_class_calc's (checked at load in debug builds). */
+#define CLASS_TAB_MAX 1024u
+extern const uint8_t alloc_class_of8[CLASS_TAB_MAX / 8 + 1];
+
+static inline unsigned size_to_class(size_t s)
+{
+	if (LIKELY(s <= CLASS_TAB_MAX))
+		return alloc_class_of8[(s + 7) >> 3];
+	return size_to_class_calc(s);
 }
 
 /* ---- heaps ---------------------------------------------------------------- */
@@ -379,6 +392,12 @@ struct alloc_global_stats {
 extern struct alloc_global_stats alloc_gstats;
 
 /* ---- functions of the other files ----------------------------------------- */
+
+/* alloc.c: set up the fast entry (at load, after Valgrind detection). */
+void alloc_init_fast(void);
+#ifdef ALLOC_VALGRIND
+extern size_t alloc_fast_max;
+#endif
 
 /* slow.c: the class's busy flag is held by the caller. */
 struct block *class_alloc_slow(struct heap *h, struct hclass *hc, unsigned c);

@@ -364,4 +364,5 @@ __attribute__((constructor)) static void alloc_init(void)
 
 	pthread_atfork(NULL, NULL, atfork_child);
 	segmap_init();
+	alloc_init_fast();
 }
