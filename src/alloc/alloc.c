@@ -336,6 +336,11 @@ static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t 
 		return alloc_refill(h, hc, c, flags);
 	check_reused(b, c);
 	pg->free = b->next;
+	/* The next allocation of this class reads that object's link: with
+	 * many classes in use or a large working set it is no longer in the
+	 * cache by then (the load missed in most churn-like allocations). A
+	 * prefetch never faults, NULL included. */
+	__builtin_prefetch(pg->free, 0, 3);
 	page_used_set(pg, pg->used + 1);
 	busy_clear(&hc->busy);
 	if (UNLIKELY(flags != 0 || san))
