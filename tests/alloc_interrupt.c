@@ -763,6 +763,52 @@ static void scenario_remote(void)
 		op_free("remote free (page already queued)", g_hbuf[1], 1024);
 		check_all();
 	} while (again());
+	do {
+		/* every live object of our current page freed by the helper:
+		 * the last free queues the page (it may be empty), and trim
+		 * dequeues a current page that still has free objects (the
+		 * list stays, NOTIFIED is cleared) and collects it */
+		heap_reset();
+		for (int i = 0; i < 5; i++) {
+			int j = live_alloc(100);
+
+			g_hbuf[i] = g_live[j].p;
+			g_live[j].p = NULL;
+		}
+		helper_do(H_FREE, 100, 5);
+		stretch_begin("trim (a queued current page)", 0);
+		rqspin_alloc_trim();
+		stretch_end();
+		check_all();
+	} while (again());
+	do {
+		const size_t n = 2048; /* 32 per page */
+		int idx[33];
+		struct page *pa;
+
+		/* a partial page whose objects all came back, the last one
+		 * freed by us: nobody queued it, trim retires it */
+		heap_reset();
+		for (int i = 0; i < 33; i++)
+			idx[i] = live_alloc(n);
+		live_free(idx[0]); /* full -> partial (FULL cleared) */
+		for (int i = 1; i < 31; i++) {
+			g_hbuf[i - 1] = g_live[idx[i]].p;
+			g_live[idx[i]].p = NULL;
+		}
+		helper_do(H_FREE, n, 30); /* waits on the page, not queued */
+		pa = page_of((uintptr_t)g_live[idx[31]].p);
+		live_free(idx[31]);
+		CHECK(pa->heap == rqs_alloc_tls_heap && pa->used == 30);
+		stretch_begin("trim (a partial page emptied by remote frees)", 0);
+		rqspin_alloc_trim();
+		stretch_end();
+		/* retired (a handler may have taken it again since, but not
+		 * with 30 objects in use) */
+		CHECK(pa->heap != rqs_alloc_tls_heap || pa->used != 30);
+		check_all();
+		live_free_all();
+	} while (again());
 notify:
 	do {
 		const size_t n = 2048; /* 32 per page */

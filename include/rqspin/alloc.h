@@ -115,11 +115,14 @@ RQSPIN_API void rqspin_free_nolock(void *p);
 RQSPIN_API size_t rqspin_malloc_usable_size(const void *p);
 
 /*
- * Statistics. Counters are kept per thread and per size class and summed
- * on read, so a snapshot taken while other threads allocate is consistent
- * enough for monitoring, not exact. Objects freed by a signal handler
- * into a busy size class count as live until their deferred free completes
- * (see rqspin_free_nolock).
+ * Statistics. Live objects are summed on read from the pages' in-use
+ * counts (less the frees that other threads made and the owner has not
+ * taken yet), other counters are kept per thread and summed on read, so a
+ * snapshot taken while other threads allocate is consistent enough for
+ * monitoring, not exact. Objects freed by a signal handler into a busy
+ * size class count as live until their deferred free completes (see
+ * rqspin_free_nolock). The read walks every page descriptor (64 per
+ * 4 MiB segment mapped).
  */
 struct rqspin_alloc_stats {
 	/* per size class */

@@ -49,6 +49,8 @@ names=(
   st_release_embedded st_setup st_tab_insert st_tab_release_all st_tab_remove
   st_tab_reserve st_unlink_map_locked st_tsan_gp
   st_empty st_free_xtab_chain st_storage_insert st_storage_remove
+  # allocator, later
+  alloc_class_of8 alloc_fast_max alloc_init_fast pool_count_live
 )
 alt=$(IFS='|'; echo "${names[*]}")
 

@@ -49,11 +49,16 @@
  * the owning page's atomic remote list (lock-free push; the owner takes
  * all with an exchange). The list word also counts its objects in its top
  * 16 bits (objects live below 2^48), so taking a list costs no walk over
- * it. The first such push after the owner last looked
- * also sets a NOTIFIED bit in the same word and queues the page on the
- * owning heap's atomic notify list, so the owner finds pages that other
- * threads freed into without scanning; a page whose NOTIFIED bit is set is
- * never recycled, so the late queueing is safe.
+ * it. The owner takes the list when the page's own free list runs dry
+ * (the list becomes the free list, no walk). Only a page that the owner
+ * must hear about is queued on the owning heap's atomic notify list: one
+ * that the owner left full (it set a FULL bit in the word when the page
+ * left its lists), or one that this free may have emptied (the pending
+ * count reaches the page's used count, read as a hint). The push that
+ * queues it sets a NOTIFIED bit in the same word, so nobody queues it
+ * twice; a page whose NOTIFIED bit is set is never recycled, so the late
+ * queueing is safe. Dequeued, a full page takes its list and becomes
+ * partial, an empty one is retired, any other just clears NOTIFIED.
  *
  * Thread exit. A pthread key destructor (key created by a constructor)
  * collects what can be collected, returns empty pages and marks the heap
@@ -73,7 +78,7 @@
  * page) goes to the heap's cache of 4 pages, then to the shared pool
  * (pool.c: two lock-free stacks of page ids with 40-bit ABA tags, "dirty"
  * = still resident and "clean" = given back). Once the dirty stack holds
- * 32 pages (2 MiB), further pages are madvised before they are pushed.
+ * 64 pages (4 MiB), further pages are madvised before they are pushed.
  * The current page is never released on a free, and pages are recycled
  * from the caches first, so an alloc/free loop at a page boundary does no
  * system calls.
@@ -103,6 +108,51 @@ const uint32_t rqs_alloc_class_size[NCLASSES] = {
 	1024,  1280,  1536,  1792,  2048,  2560,  3072,  3584,  4096, 5120,
 	6144,  7168,  8192,  10240, 12288, 14336, 16384,
 };
+
+const uint8_t rqs_alloc_class_of8[CLASS_TAB_MAX / 8 + 1] = {
+	0,  0,  1,  2,  2,  3,  3,  4,  4,  5,  5,  6,  6,  7,  7,  8,
+	8,  9,  9,  9,  9,  10, 10, 10, 10, 11, 11, 11, 11, 12, 12, 12,
+	12, 13, 13, 13, 13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14,
+	14, 15, 15, 15, 15, 15, 15, 15, 15, 16, 16, 16, 16, 16, 16, 16,
+	16, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17, 17,
+	17, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18, 18,
+	18, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19,
+	19, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20,
+	20,
+};
+
+#ifdef ALLOC_VALGRIND
+/* The largest request that the fast entry serves: SMALL_MAX once the
+ * load-time constructor (alloc_init) has seen that Valgrind does not run,
+ * 0 before and under Valgrind, so the fast entry needs no load of the
+ * Valgrind flag. Written before main, read only after (like
+ * rqspin__valgrind): a plain variable. */
+size_t rqs_alloc_fast_max;
+#endif
+
+/* Local frees take the general path when a sanitizer watches: under
+ * Valgrind rqs_alloc_fast_max is 0 (also before the constructor, when the
+ * general path is merely slower), a hidden variable, so the test needs no
+ * load of the exported flag's address. */
+#if defined(ALLOC_ASAN)
+#define SAN_FREE_GENERAL 1
+#elif defined(ALLOC_VALGRIND)
+#define SAN_FREE_GENERAL (rqs_alloc_fast_max == 0)
+#else
+#define SAN_FREE_GENERAL 0
+#endif
+
+void rqs_alloc_init_fast(void)
+{
+#if RQSPIN_ALLOC_DEBUG
+	for (size_t s = 0; s <= CLASS_TAB_MAX; s++)
+		if (size_to_class(s) != size_to_class_calc(s))
+			rqs_alloc_corrupt("size class table", (void *)s);
+#endif
+#ifdef ALLOC_VALGRIND
+	rqs_alloc_fast_max = rqspin__valgrind ? 0 : SMALL_MAX;
+#endif
+}
 
 struct page rqs_alloc_empty_page;
 
@@ -174,12 +224,10 @@ static ALLOC_FN struct block *class_alloc_held(struct heap *h, struct hclass *hc
 	if (RQS_LIKELY(b != NULL)) {
 		check_reused(b, c);
 		pg->free = b->next;
-		pg->used++;
+		page_used_set(pg, pg->used + 1);
 	} else {
 		b = rqs_class_alloc_slow(h, hc, c);
 	}
-	if (RQS_LIKELY(b != NULL))
-		count_owner(&hc->nalloc, 1);
 	busy_clear(&hc->busy);
 	return b;
 }
@@ -238,7 +286,7 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_nested(struct heap *h, uns
 }
 
 static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t size,
-								     unsigned flags);
+								     unsigned flags, bool san);
 
 /* No usable heap yet (first call of the thread) or any more (exited). */
 static ALLOC_FN __attribute__((noinline)) void *alloc_noheap(size_t size, unsigned c,
@@ -250,7 +298,7 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_noheap(size_t size, unsign
 
 	/* size is already grown by the redzone, if any. */
 	if (h == NULL && heap_is_real(rqs_heap_attach()))
-		return malloc_small(size, flags);
+		return malloc_small(size, flags, SAN_ACTIVE);
 	/* After this thread's exit destructor (or with no heap to be had):
 	 * borrow an abandoned heap for this one call. */
 	h = rqs_heap_claim(&adopted);
@@ -263,9 +311,10 @@ static ALLOC_FN __attribute__((noinline)) void *alloc_noheap(size_t size, unsign
 	return b ? finish(b, rqs_alloc_class_size[c], flags) : NULL;
 }
 
-/* A request of at most SMALL_MAX bytes. */
+/* A request of at most SMALL_MAX bytes. san: SAN_ACTIVE, or a value the
+ * caller knows it has (the fast entry: no load of the Valgrind flag). */
 static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t size,
-								     unsigned flags)
+								     unsigned flags, bool san)
 {
 	struct heap *h = rqs_alloc_tls_heap;
 	struct hclass *hc;
@@ -287,10 +336,14 @@ static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t 
 		return alloc_refill(h, hc, c, flags);
 	check_reused(b, c);
 	pg->free = b->next;
-	pg->used++;
-	count_owner(&hc->nalloc, 1);
+	/* The next allocation of this class reads that object's link: with
+	 * many classes in use or a large working set it is no longer in the
+	 * cache by then (the load missed in most churn-like allocations). A
+	 * prefetch never faults, NULL included. */
+	__builtin_prefetch(pg->free, 0, 3);
+	page_used_set(pg, pg->used + 1);
 	busy_clear(&hc->busy);
-	if (RQS_UNLIKELY(flags != 0 || SAN_ACTIVE))
+	if (RQS_UNLIKELY(flags != 0 || san))
 		return finish_slow(b, rqs_alloc_class_size[c], flags);
 	if (c != 0)
 		b->canary = 0;
@@ -307,22 +360,41 @@ static ALLOC_FN __attribute__((noinline)) void *malloc_redzoned(size_t size, uns
 
 	if (grown > SMALL_MAX)
 		return rqs_large_alloc(size, flags);
-	b = malloc_small(grown, flags);
+	b = malloc_small(grown, flags, true);
 	if (b)
 		rqs_san_exact(b, size, page_of((uintptr_t)b)->bsize);
 	return b;
 }
 #endif
 
+#ifdef ALLOC_VALGRIND
+/* Larger than rqs_alloc_fast_max: a large object, Valgrind, or a call before
+ * the load-time constructor. */
+static ALLOC_FN __attribute__((noinline)) void *malloc_entry_slow(size_t size, unsigned flags)
+{
+	if (size > SMALL_MAX)
+		return rqs_large_alloc(size, flags);
+	if (rqspin__valgrind != 0)
+		return malloc_redzoned(size, flags);
+	return malloc_small(size, flags, false);
+}
+#endif
+
 RQSPIN_API ALLOC_FN void *rqspin_malloc_nolock(size_t size, unsigned flags)
 {
+#ifdef ALLOC_VALGRIND
+	if (RQS_UNLIKELY(size > rqs_alloc_fast_max))
+		return malloc_entry_slow(size, flags);
+#else
 	if (RQS_UNLIKELY(size > SMALL_MAX))
 		return rqs_large_alloc(size, flags);
-#ifdef ALLOC_VALGRIND
-	if (RQS_UNLIKELY(rqspin__valgrind != 0))
-		return malloc_redzoned(size, flags);
 #endif
-	return malloc_small(size, flags);
+	/* Valgrind is not running (checked above): only ASan watches. */
+#ifdef ALLOC_ASAN
+	return malloc_small(size, flags, true);
+#else
+	return malloc_small(size, flags, false);
+#endif
 }
 
 /* Is b a live object of pg? Reports and returns false if not. */
@@ -394,7 +466,8 @@ static ALLOC_FN __attribute__((noinline)) void free_remote(struct heap *me, stru
 {
 	struct heap *owner = pg->heap;
 	unsigned c = pg->cls;
-	uintptr_t x;
+	uintptr_t x, n;
+	bool queue;
 
 	if (owner == OWNER_RESERVE) {
 		rqs_reserve_free(pg, b);
@@ -410,15 +483,29 @@ static ALLOC_FN __attribute__((noinline)) void free_remote(struct heap *me, stru
 	ALLOC_TEST_HOOK(HOOK_REMOTE, c);
 	x = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
 	do {
+		n = (x >> XFREE_CNT_SHIFT) + 1;
+		/*
+		 * Queue the page on the owner's notify list only when the owner
+		 * needs to hear of it: it left the page full (FULL), or this
+		 * free may be the page's last live object (used is read as a
+		 * hint: a stale value costs a needless notice, or leaves an
+		 * empty partial page to be found when the owner refills from
+		 * it). Other remote frees just wait on the page: the owner
+		 * takes them when its free list runs dry.
+		 */
+		queue = !(x & XFREE_NOTIFIED) &&
+			((x & XFREE_FULL) || n >= __atomic_load_n(&pg->used, __ATOMIC_RELAXED));
 		b->next = (struct block *)(x & XFREE_PTR_MASK);
 		/* release: b's link and canary are visible to the owner, whose
 		 * exchange/CAS on xfree acquires (every push is an RMW, so the
-		 * owner synchronises with all pushers before it). */
+		 * owner synchronises with all pushers before it). FULL is
+		 * cleared: the page has a free object now. */
 	} while (!atomic_compare_exchange_weak_explicit(
 		&pg->xfree, &x,
-		(uintptr_t)b | XFREE_NOTIFIED | (((x >> XFREE_CNT_SHIFT) + 1) << XFREE_CNT_SHIFT),
+		(uintptr_t)b | (queue ? XFREE_NOTIFIED : (x & XFREE_NOTIFIED)) |
+			(n << XFREE_CNT_SHIFT),
 		memory_order_release, memory_order_relaxed));
-	if (!(x & XFREE_NOTIFIED)) {
+	if (queue) {
 		notify_push(owner, pg);
 		/* The owner has exited: nobody would look at its notify list
 		 * until a new thread adopts the heap, and the pages of the
@@ -482,8 +569,7 @@ static ALLOC_FN __attribute__((noinline)) void free_local_general(struct heap *h
 	old = pg->free;
 	b->next = old;
 	pg->free = b;
-	pg->used--;
-	count_owner(&hc->nfree, 1);
+	page_used_set(pg, pg->used - 1);
 	free_local_tail(h, hc, pg, old);
 }
 
@@ -508,6 +594,10 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 		return;
 	}
 	pg = page_of(a);
+	/* One register for pg: left alone, the compiler rebuilds the
+	 * address from the segment and the page index for several of the
+	 * accesses below, which costs registers (and saves of them). */
+	__asm__("" : "+r"(pg));
 	h = rqs_alloc_tls_heap;
 	if (RQS_UNLIKELY(pg->heap != h)) {
 		free_remote(h, pg, b);
@@ -524,24 +614,28 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 	old = pg->free;
 	/* old == b: a second free right after the first, the one double
 	 * free that the 8-byte class (no room for a canary) can show. */
-	if (RQS_UNLIKELY(page_block_index(pg, a) == UINT32_MAX || old == b ||
-		     (c != 0 && b->canary == block_canary(b)) || SAN_ACTIVE ||
-		     (RQSPIN_ALLOC_DEBUG && c == 0))) {
-		free_local_general(h, hc, pg, b);
-		return;
+	if (RQS_UNLIKELY(page_block_index(pg, a) == UINT32_MAX || old == b || SAN_FREE_GENERAL ||
+		     (RQSPIN_ALLOC_DEBUG && c == 0)))
+		goto general;
+	if (c != 0) {
+		uint64_t k = block_canary(b);
+
+		if (RQS_UNLIKELY(b->canary == k))
+			goto general;
+		b->canary = k;
 	}
-	if (c != 0)
-		b->canary = block_canary(b);
 	b->next = old;
 	pg->free = b;
-	pg->used--;
-	count_owner(&hc->nfree, 1);
+	page_used_set(pg, pg->used - 1);
 	if (RQS_UNLIKELY((pg != hc->page && (!old || !pg->used)) ||
 		     atomic_load_explicit(&h->deferred, memory_order_relaxed) != NULL)) {
 		free_local_tail(h, hc, pg, old);
 		return;
 	}
 	busy_clear(&hc->busy);
+	return;
+general:
+	free_local_general(h, hc, pg, b);
 }
 
 RQSPIN_API ALLOC_FN size_t rqspin_malloc_usable_size(const void *p)

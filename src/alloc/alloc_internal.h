@@ -16,7 +16,7 @@
 #include "common/compiler.h"
 #include "common/os.h"
 #include "common/table.h"
-#include <rqspin/static/lock_word.h> /* rqspin__valgrind, branch hints */
+#include <rqspin/static/lock_word.h> /* rqspin__valgrind */
 
 #include "alloc/sanitize.h"
 
@@ -87,14 +87,18 @@ static inline bool heap_is_real(const struct heap *h)
 	return (uintptr_t)h > 4;
 }
 
-/* Remote-free list word: count << 48 | block pointer | NOTIFIED (the page
- * is on, or is about to be pushed on, its heap's notify list). Objects
- * live below 2^48 (segments above are refused), so the top 16 bits count
- * the objects on the list (at most 8192): the owner takes a list without
- * walking it to count. */
+/* Remote-free list word: count << 48 | block pointer | FULL | NOTIFIED.
+ * NOTIFIED: the page is on, or is about to be pushed on, its heap's notify
+ * list. FULL: the owner left the page with no free object (it is on no
+ * list of the heap), so the next remote free must queue it. Objects live
+ * below 2^48 (segments above are refused) and are 8-byte aligned, so the
+ * top 16 bits count the objects on the list (at most 8192): the owner takes
+ * a list without walking it to count. */
 #define XFREE_NOTIFIED ((uintptr_t)1)
+#define XFREE_FULL ((uintptr_t)2)
 #define XFREE_CNT_SHIFT 48
-#define XFREE_PTR_MASK ((((uintptr_t)1 << XFREE_CNT_SHIFT) - 1) & ~XFREE_NOTIFIED)
+#define XFREE_PTR_MASK ((((uintptr_t)1 << XFREE_CNT_SHIFT) - 1) & ~(uintptr_t)7)
+#define XFREE_COUNT(x) ((uint32_t)((x) >> XFREE_CNT_SHIFT))
 _Static_assert(VA_BITS <= XFREE_CNT_SHIFT, "object addresses must leave room for the count");
 
 /*
@@ -106,7 +110,9 @@ _Static_assert(VA_BITS <= XFREE_CNT_SHIFT, "object addresses must leave room for
 struct page {
 	struct block *free;    /* local free list */
 	struct heap *heap;     /* owner, or OWNER_* */
-	uint32_t used;         /* objects handed out and not yet freed back here */
+	uint32_t used;         /* objects handed out and not yet freed back here
+				  (written by the owner only, with page_used_set;
+				  read by remote frees as a hint) */
 	uint32_t bump;         /* objects carved so far (the rest never touched) */
 	uint32_t bsize;        /* object size */
 	uint32_t recip;        /* ceil(2^32 / bsize): offset -> index without a division */
@@ -135,22 +141,32 @@ _Static_assert(sizeof(struct segment) <= PAGE_SIZE, "segment header must fit pag
 _Static_assert(sizeof(struct page) == 128, "page descriptor: one owner line, one shared line");
 _Static_assert(PAGE_SIZE / 8 <= (1u << 13), "reserve block index is 13 bits");
 
+/* The owner changes used with a relaxed atomic store (a plain mov): remote
+ * frees read it, as a hint only, to tell when their free may empty the
+ * page (free_remote). */
+static inline void page_used_set(struct page *pg, uint32_t v)
+{
+	__atomic_store_n(&pg->used, v, __ATOMIC_RELAXED);
+}
+
 /* Segment map: one bit per 4 MiB of address space, set for our segments.
- * Lets free recognise a foreign pointer without touching its memory. */
-extern _Atomic(_Atomic uint64_t *) rqs_alloc_segmap;
+ * Lets free recognise a foreign pointer without touching its memory. A
+ * static array (8 MiB of .bss: address space only, a page of it becomes
+ * resident when a segment in its 128 GiB range is created), so free
+ * finds it without loading a pointer first. */
+extern _Atomic uint64_t rqs_alloc_segmap[SEG_UNITS / 64];
 
 static inline bool seg_is_ours(uintptr_t a)
 {
-	_Atomic uint64_t *map = atomic_load_explicit(&rqs_alloc_segmap, memory_order_relaxed);
 	uintptr_t u = a >> SEG_SHIFT;
 
 	/* relaxed: a pointer into a segment reached the caller after the
 	 * segment was created (through whatever handed the object over),
 	 * so its bit is already visible; for any other pointer the answer
 	 * is "no" whatever we read. */
-	if (RQS_UNLIKELY(!map || u >= SEG_UNITS))
+	if (RQS_UNLIKELY(u >= SEG_UNITS))
 		return false;
-	return (atomic_load_explicit(&map[u >> 6], memory_order_relaxed) >> (u & 63)) & 1;
+	return (atomic_load_explicit(&rqs_alloc_segmap[u >> 6], memory_order_relaxed) >> (u & 63)) & 1;
 }
 
 static inline struct page *page_of(uintptr_t a)
@@ -175,10 +191,15 @@ static inline char *page_start(const struct page *pg)
 static inline uint32_t page_block_index(const struct page *pg, uintptr_t a)
 {
 	uint64_t off = a & (PAGE_SIZE - 1); /* pg = page_of(a): pages are aligned */
-	uint32_t idx = (uint32_t)((off * pg->recip) >> 32);
+	uint64_t m = off * pg->recip;
+	uint32_t idx = (uint32_t)(m >> 32);
 
+	/* One multiply gives both: for offsets and sizes below 2^16, the
+	 * high half of off * ceil(2^32 / bsize) is off / bsize and the low
+	 * half is below the reciprocal exactly when bsize divides off
+	 * (checked for every class and offset when this was written). */
 	if (RQS_UNLIKELY(idx >= __atomic_load_n(&pg->bump, __ATOMIC_RELAXED) ||
-		     (uint64_t)idx * pg->bsize != off))
+		     (uint32_t)m >= pg->recip))
 		return UINT32_MAX;
 	return idx;
 }
@@ -234,7 +255,7 @@ static inline ALLOC_FN bool tiny_is_free(const void *b)
 extern const uint32_t rqs_alloc_class_size[NCLASSES];
 
 /* 8 | 16..128 step 16 | then 4 classes per doubling up to 16 KiB. */
-static inline unsigned size_to_class(size_t s)
+static inline unsigned size_to_class_calc(size_t s)
 {
 	unsigned b;
 
@@ -245,6 +266,19 @@ static inline unsigned size_to_class(size_t s)
 	return 9u + (b - 7u) * 4u + (unsigned)((s >> (b - 2u)) & 3u);
 }
 
+/* Class of the sizes up to 1024 by 8-byte steps: every class boundary up
+ * to there is a multiple of 8, so index (s + 7) / 8 names one class. The
+ * table is size_to_class_calc's (checked at load in debug builds). */
+#define CLASS_TAB_MAX 1024u
+extern const uint8_t rqs_alloc_class_of8[CLASS_TAB_MAX / 8 + 1];
+
+static inline unsigned size_to_class(size_t s)
+{
+	if (RQS_LIKELY(s <= CLASS_TAB_MAX))
+		return rqs_alloc_class_of8[(s + 7) >> 3];
+	return size_to_class_calc(s);
+}
+
 /* ---- heaps ---------------------------------------------------------------- */
 
 struct hclass {
@@ -252,15 +286,14 @@ struct hclass {
 	struct page *partial;  /* other pages with local free objects */
 	uint32_t busy;         /* this class's structures are being changed */
 	uint32_t pad_;
-	/* Counters written by the owner (load + store under busy), read by
-	 * anyone: allocations, local frees. */
-	_Atomic uint64_t nalloc;
-	_Atomic uint64_t nfree;
-	/* Objects of this class owned by other heaps that this thread freed:
-	 * counted like nalloc under the busy flag, or, when a handler finds
-	 * the class busy, with an atomic add on the second counter. */
+	/* Objects of this class owned by other heaps that this thread freed
+	 * (statistics only): counted by the owner (load + store under the
+	 * busy flag), or, when a handler finds the class busy, with an
+	 * atomic add on the second counter. Live objects are not counted
+	 * per call: the statistics sum the pages' used counts. */
 	_Atomic uint64_t nremote;
 	_Atomic uint64_t nremote_nested;
+	uint64_t pad2_[2];
 } __attribute__((aligned(64)));
 _Static_assert(sizeof(struct hclass) == 64, "one cache line per class");
 
@@ -285,18 +318,22 @@ enum heap_state { HEAP_FRESH = RQS_TABLE_FRESH, HEAP_OWNED, HEAP_ABANDONED };
 
 struct heap {
 	struct hclass cls[NCLASSES];
+	/* ---- the owner's line: its thread and that thread's handlers (a
+	 * local free reads deferred every time) ---- */
 	_Atomic(struct block *) deferred; /* nested frees into busy classes */
-	_Atomic(struct page *) notify;    /* pages with new remote frees */
-	_Atomic uint32_t state;
-	/* Thread id of the thread holding the heap (0 while nobody does):
-	 * without a thread-exit key (heap.c) it tells a heap whose owner has
-	 * died. */
-	_Atomic int32_t owner_tid;
 	uint32_t hbusy;                   /* the empty-page cache is being changed */
 	uint32_t ncache;
 	uint32_t idx;
 	struct page *cache[HEAP_CACHE];
 	_Atomic uint64_t nnested, nnext, ndeferred;
+	/* ---- what other threads write: remote frees push pages here, so
+	 * it must not share the owner's line ---- */
+	_Atomic(struct page *) notify __attribute__((aligned(64))); /* pages with new remote frees */
+	_Atomic uint32_t state;
+	/* Thread id of the thread holding the heap (0 while nobody does):
+	 * without a thread-exit key (heap.c) it tells a heap whose owner has
+	 * died. */
+	_Atomic int32_t owner_tid;
 } __attribute__((aligned(64)));
 
 /* The calling thread's heap: NULL before its first call, TLS_EXITED after
@@ -358,6 +395,12 @@ extern struct alloc_global_stats rqs_alloc_gstats;
 
 /* ---- functions of the other files ----------------------------------------- */
 
+/* alloc.c: set up the fast entry (at load, after Valgrind detection). */
+void rqs_alloc_init_fast(void);
+#ifdef ALLOC_VALGRIND
+extern size_t rqs_alloc_fast_max;
+#endif
+
 /* slow.c: the class's busy flag is held by the caller. */
 struct block *rqs_class_alloc_slow(struct heap *h, struct hclass *hc, unsigned c);
 void rqs_free_local_slow(struct heap *h, struct hclass *hc, struct page *pg);
@@ -382,6 +425,8 @@ struct heap *rqs_heap_at(uint32_t i);
 size_t rqs_heap_flush_cache(struct heap *h);
 
 /* pool.c */
+/* Add to live[c] the objects of class c in use in the heaps' pages. */
+void rqs_pool_count_live(int64_t live[NCLASSES]);
 struct page *rqs_pool_get(void);
 void rqs_pool_put(struct page *pg);
 size_t rqs_pool_trim(void);

@@ -55,12 +55,24 @@ static bool exit_key_ok;
 #define KEY_INPLACE_MAX UINT32_MAX
 #endif
 
+/* The calling thread's id, asked of the kernel once per thread: a thread
+ * that frees into heaps of exited threads claims them often (rqs_heap_reap_one),
+ * and a system call per claim was a large part of that. Reset in a forked
+ * child, whose thread has a new id. */
+static __thread int32_t tls_tid __attribute__((tls_model("initial-exec")));
+
 static int32_t my_tid(void)
 {
-	int e = errno;
-	int32_t t = (int32_t)syscall(SYS_gettid);
+	int e;
+	int32_t t = tls_tid;
 
+	if (RQS_LIKELY(t != 0))
+		return t;
+	e = errno;
+	t = (int32_t)syscall(SYS_gettid);
 	errno = e;
+	/* A handler that interrupted us here stores the same value. */
+	tls_tid = t;
 	return t;
 }
 
@@ -305,6 +317,7 @@ static void atfork_child(void)
 	uint32_t n = rqs_heap_count();
 	uint32_t i;
 
+	tls_tid = 0;
 	for (i = 0; i < n; i++) {
 		struct heap *h = rqs_heap_at(i);
 
@@ -331,4 +344,5 @@ __attribute__((constructor)) static void alloc_init(void)
 
 	pthread_atfork(NULL, NULL, atfork_child);
 	rqs_segmap_init();
+	rqs_alloc_init_fast();
 }

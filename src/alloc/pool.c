@@ -22,35 +22,25 @@
 #include "alloc/alloc_internal.h"
 #include "valgrind/vg.h"
 
-#define POOL_DIRTY_MAX 32u /* 2 MiB of resident empty pages, shared */
+/* 4 MiB of resident empty pages, shared. At 2 MiB, larson-like loads (random
+ * sizes, random frees by other threads) gave a page back and faulted it in
+ * again for most page switches: each madvise costs a TLB shootdown. */
+#define POOL_DIRTY_MAX 64u
 #define ID_BITS 24u
 #define ID_MASK ((1ull << ID_BITS) - 1)
 #define REAP_PER_REFILL 4u
 
 _Static_assert((uint64_t)MAX_SEGS * PAGES_PER_SEG < ID_MASK, "page ids must fit the stack head");
 
-_Atomic(_Atomic uint64_t *) rqs_alloc_segmap;
+_Atomic uint64_t rqs_alloc_segmap[SEG_UNITS / 64];
 static _Atomic(struct segment *) segtab[MAX_SEGS];
 static _Atomic uint32_t seg_bump;
 static _Atomic uint64_t pool_dirty_head, pool_clean_head;
 
 void rqs_segmap_init(void)
 {
-	size_t len = SEG_UNITS / 8;
-	_Atomic uint64_t *cur = atomic_load_explicit(&rqs_alloc_segmap, memory_order_acquire);
-	_Atomic uint64_t *mine;
-
-	if (cur)
-		return;
-	/* Address space only: a page of the map becomes resident when a
-	 * segment in its 128 GiB range is created. */
-	mine = rqs_os_reserve(len);
-	if (!mine)
-		return;
-	/* release: publishes the (zero) map; losers unmap their copy. */
-	if (!atomic_compare_exchange_strong_explicit(&rqs_alloc_segmap, &cur, mine,
-						     memory_order_release, memory_order_acquire))
-		rqs_os_unmap(mine, len);
+	/* Changed with atomics only, like our mappings (os_map_flags). */
+	vg_private(rqs_alloc_segmap, sizeof(rqs_alloc_segmap));
 }
 
 static struct page *page_by_id(uint32_t id)
@@ -95,18 +85,44 @@ static struct page *stack_pop(_Atomic uint64_t *head)
 	return pg;
 }
 
+void rqs_pool_count_live(int64_t live[NCLASSES])
+{
+	uint32_t n = atomic_load_explicit(&seg_bump, memory_order_relaxed);
+	uint32_t i, p;
+
+	if (n > MAX_SEGS)
+		n = MAX_SEGS;
+	for (i = 0; i < n; i++) {
+		/* acquire: pairs with the release store that published the
+		 * segment's initialised header. */
+		struct segment *seg = atomic_load_explicit(&segtab[i], memory_order_acquire);
+
+		if (!seg)
+			continue;
+		for (p = 1; p < PAGES_PER_SEG; p++) {
+			struct page *pg = &seg->pages[p];
+
+			/* relaxed: a snapshot for monitoring; the owners change
+			 * these fields with relaxed stores meanwhile. Remote
+			 * frees not yet taken by the owner are not in use. */
+			if (!heap_is_real(__atomic_load_n(&pg->heap, __ATOMIC_RELAXED)))
+				continue;
+			live[__atomic_load_n(&pg->cls, __ATOMIC_RELAXED)] +=
+				(int64_t)__atomic_load_n(&pg->used, __ATOMIC_RELAXED) -
+				(int64_t)XFREE_COUNT(atomic_load_explicit(&pg->xfree,
+									  memory_order_relaxed));
+		}
+	}
+}
+
 /* Map a new segment; return its page 1 and push the others as clean. */
 static struct page *segment_new(void)
 {
-	_Atomic uint64_t *map;
+	_Atomic uint64_t *map = rqs_alloc_segmap;
 	uint32_t idx, i;
 	uintptr_t raw, base, u;
 	struct segment *seg;
 
-	rqs_segmap_init();
-	map = atomic_load_explicit(&rqs_alloc_segmap, memory_order_acquire);
-	if (!map)
-		return NULL;
 	idx = atomic_fetch_add_explicit(&seg_bump, 1, memory_order_relaxed);
 	if (idx >= MAX_SEGS)
 		return NULL;
@@ -217,8 +233,10 @@ ALLOC_FN void rqs_page_init(struct page *pg, struct heap *owner, unsigned c)
 {
 	uint32_t bs = rqs_alloc_class_size[c];
 
-	pg->heap = owner;
-	pg->cls = (uint8_t)c;
+	/* relaxed stores: the statistics read both while we run
+	 * (rqs_pool_count_live). */
+	__atomic_store_n(&pg->heap, owner, __ATOMIC_RELAXED);
+	__atomic_store_n(&pg->cls, (uint8_t)c, __ATOMIC_RELAXED);
 	pg->bsize = bs;
 	pg->recip = (uint32_t)(((1ull << 32) + bs - 1) / bs);
 	pg->capacity = (uint32_t)(PAGE_SIZE / bs);
@@ -237,7 +255,7 @@ ALLOC_FN void rqs_page_init(struct page *pg, struct heap *owner, unsigned c)
 	}
 #endif
 	__atomic_store_n(&pg->bump, 0, __ATOMIC_RELAXED);
-	pg->used = 0;
+	page_used_set(pg, 0);
 	pg->free = NULL;
 	pg->in_partial = 0;
 	pg->next = pg->prev = NULL;

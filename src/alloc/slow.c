@@ -48,7 +48,7 @@ static ALLOC_FN void page_take_chain(struct page *pg, uintptr_t x)
 {
 	struct block *list = (struct block *)(x & XFREE_PTR_MASK), *tail;
 
-	pg->used -= (uint32_t)(x >> XFREE_CNT_SHIFT);
+	page_used_set(pg, pg->used - XFREE_COUNT(x));
 	if (pg->free) {
 		for (tail = list; tail->next; tail = tail->next)
 			;
@@ -97,36 +97,103 @@ static ALLOC_FN void partial_push(struct hclass *hc, struct page *pg)
 	pg->in_partial = 1;
 }
 
-/* pg (not the current page) got free objects: it becomes a partial page,
- * or, if nothing of it is in use and no remote free is pending, empty. */
+/* pg (not the current page) got free objects, or came off the notify
+ * list: it becomes a partial page, or, if nothing of it is in use and no
+ * remote free is pending, empty. A page that still has no free object
+ * stays full (off the lists, its FULL flag set). */
 ALLOC_FN void rqs_free_local_slow(struct heap *h, struct hclass *hc, struct page *pg)
 {
+	uintptr_t x;
+
+	if (!pg->free)
+		return;
+	x = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
+	/* It leaves the full state: remote frees need not queue it any more.
+	 * relaxed: the flag publishes nothing (it only asks for a notice). */
+	while ((x & XFREE_FULL) &&
+	       !atomic_compare_exchange_weak_explicit(&pg->xfree, &x, x & ~XFREE_FULL,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+	x &= ~XFREE_FULL;
 	/* relaxed: with used == 0 no object of pg is live, so no legitimate
 	 * remote free can start after this load; a NOTIFIED bit still set
 	 * means the page is queued and will be handled when dequeued. */
-	if (pg->used == 0 && atomic_load_explicit(&pg->xfree, memory_order_relaxed) == 0) {
+	if (pg->used == 0 && x == 0) {
 		if (pg->in_partial)
 			partial_unlink(hc, pg);
 		rqs_page_retire(h, pg);
 		return;
 	}
-	if (!pg->in_partial && pg->free)
+	if (!pg->in_partial)
 		partial_push(hc, pg);
 }
 
-/* pg came off the notify list: take its remote frees and clear NOTIFIED. */
+/*
+ * pg came off the notify list: clear NOTIFIED, and take its remote frees
+ * when they matter now -- the page had no free object (it was full, or it
+ * is the current page and ran dry), or they are all its objects (it is
+ * empty and can go). Otherwise the list stays where it is, for the
+ * refill that empties the page's free list (page_collect takes it whole,
+ * without walking it, when the free list is empty).
+ */
 static ALLOC_FN void page_absorb_remote(struct heap *h, struct hclass *hc, struct page *pg)
 {
-	/* acquire: sees the remote frees' links and canaries. release: keeps
-	 * our earlier read of pg->notify_next before this exchange; once the
-	 * NOTIFIED bit is clear a remote free may queue pg again and rewrite
-	 * that link. */
-	uintptr_t x = atomic_exchange_explicit(&pg->xfree, 0, memory_order_acq_rel);
+	uintptr_t x = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
 
-	if (x & XFREE_PTR_MASK)
-		page_take_chain(pg, x);
+	for (;;) {
+		bool take = (x & XFREE_PTR_MASK) &&
+			    (!pg->free || (pg != hc->page && XFREE_COUNT(x) >= pg->used));
+
+		if (take) {
+			/* acquire: sees the remote frees' links and canaries.
+			 * release: keeps our earlier read of pg->notify_next
+			 * before this exchange; once the NOTIFIED bit is clear a
+			 * remote free may queue pg again and rewrite that link.
+			 * (A list on the word means FULL is clear: the remote
+			 * free that pushed on it cleared it.) */
+			if (atomic_compare_exchange_weak_explicit(&pg->xfree, &x, 0,
+								  memory_order_acq_rel,
+								  memory_order_relaxed)) {
+				if (pg->free && XFREE_COUNT(x) >= pg->used)
+					/* every object is free: the page is
+					 * retired below, its lists are dropped,
+					 * no need to join them */
+					page_used_set(pg, 0);
+				else
+					page_take_chain(pg, x);
+				break;
+			}
+		} else if (atomic_compare_exchange_weak_explicit(&pg->xfree, &x,
+								 x & ~XFREE_NOTIFIED,
+								 memory_order_release,
+								 memory_order_relaxed)) {
+			/* release: as above, for the link; nothing of the list
+			 * is read, and FULL stays as it is. */
+			break;
+		}
+	}
 	if (pg != hc->page)
 		rqs_free_local_slow(h, hc, pg);
+}
+
+/* The current page pg has no free object and nothing to carve: mark it
+ * full before it leaves the lists, so that the next remote free queues it
+ * on the notify list. False (and the page is usable again) if remote frees
+ * arrived meanwhile: they are taken instead. */
+static ALLOC_FN bool page_mark_full(struct page *pg)
+{
+	uintptr_t x = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
+
+	while (!(x & XFREE_PTR_MASK)) {
+		/* relaxed: the flag only asks the next remote free for a
+		 * notice; it publishes nothing. A failed CAS (a push) makes us
+		 * look again. */
+		if (atomic_compare_exchange_weak_explicit(&pg->xfree, &x, x | XFREE_FULL,
+							  memory_order_relaxed,
+							  memory_order_relaxed))
+			return true;
+	}
+	return !page_collect(pg);
 }
 
 static ALLOC_FN void page_list_push(_Atomic(struct page *) *head, struct page *first,
@@ -182,8 +249,7 @@ static ALLOC_FN void free_into_page(struct heap *h, struct hclass *hc, struct pa
 
 	b->next = old;
 	pg->free = b;
-	pg->used--;
-	count_owner(&hc->nfree, 1);
+	page_used_set(pg, pg->used - 1);
 	if (pg != hc->page && (!old || !pg->used))
 		rqs_free_local_slow(h, hc, pg);
 }
@@ -260,7 +326,7 @@ ALLOC_FN struct block *rqs_class_alloc_slow(struct heap *h, struct hclass *hc, u
 		page_carve(pg);
 	if (!pg->free && atomic_load_explicit(&h->notify, memory_order_relaxed))
 		rqs_heap_process_notify(h, c);
-	if (!pg->free) {
+	if (!pg->free && (pg == &rqs_alloc_empty_page || page_mark_full(pg))) {
 		/* pg is full: it leaves the lists until a free into it (local,
 		 * or remote through the notify list) makes it partial again. */
 		pg = hc->partial;
@@ -282,17 +348,17 @@ ALLOC_FN struct block *rqs_class_alloc_slow(struct heap *h, struct hclass *hc, u
 		tiny_mark_used(b);
 #endif
 	pg->free = b->next;
-	pg->used++;
+	page_used_set(pg, pg->used + 1);
 	return b;
 }
 
 ALLOC_FN void rqs_page_retire(struct heap *h, struct page *pg)
 {
 	pg->free = NULL;
-	pg->used = 0;
+	page_used_set(pg, 0);
 	pg->in_partial = 0;
 	pg->next = pg->prev = NULL;
-	pg->heap = OWNER_POOL;
+	__atomic_store_n(&pg->heap, OWNER_POOL, __ATOMIC_RELAXED); /* read by the statistics */
 	atomic_fetch_sub_explicit(&rqs_alloc_gstats.pages_active, 1, memory_order_relaxed);
 	/* The cache's count is read only once its flag is ours: a handler
 	 * that ran between a check of the count and the flag could fill the
@@ -311,6 +377,33 @@ ALLOC_FN void rqs_page_retire(struct heap *h, struct page *pg)
 	rqs_pool_put(pg);
 }
 
+/* Retire the partial pages of hc whose objects are all free, the last
+ * ones freed by other threads after a free of ours (nothing queued such a
+ * page: its remote frees wait on it, free_remote). Busy is held. */
+static ALLOC_FN void partial_retire_empty(struct heap *h, struct hclass *hc)
+{
+	struct page *pg, *next;
+
+	for (pg = hc->partial; pg; pg = next) {
+		uintptr_t x = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
+
+		next = pg->next;
+		/* A queued page (NOTIFIED) is left to its notice. */
+		if (!(x & XFREE_PTR_MASK) || (x & XFREE_NOTIFIED) || XFREE_COUNT(x) < pg->used)
+			continue;
+		/* acquire: the remote frees' writes to the objects come before
+		 * whatever the page's next owner writes there. All objects are
+		 * free, so no push can race with us: the CAS cannot fail but
+		 * for a spurious reason, and then the page waits. */
+		if (!atomic_compare_exchange_strong_explicit(&pg->xfree, &x, 0, memory_order_acquire,
+							     memory_order_relaxed))
+			continue;
+		page_used_set(pg, 0);
+		partial_unlink(hc, pg);
+		rqs_page_retire(h, pg);
+	}
+}
+
 ALLOC_FN size_t rqs_heap_collect_all(struct heap *h, bool release_current)
 {
 	size_t before = atomic_load_explicit(&rqs_alloc_gstats.madvise_calls, memory_order_relaxed);
@@ -327,6 +420,7 @@ ALLOC_FN size_t rqs_heap_collect_all(struct heap *h, bool release_current)
 		/* The current page is read under the flag: a handler that ran
 		 * before we set it may have released that page already. */
 		busy_set(&hc->busy);
+		partial_retire_empty(h, hc);
 		pg = hc->page;
 		if (pg != &rqs_alloc_empty_page) {
 			page_collect(pg);

@@ -35,19 +35,16 @@ RQSPIN_API void rqspin_alloc_stats_get(struct rqspin_alloc_stats *out)
 		for (c = 0; c < NCLASSES; c++) {
 			const struct hclass *hc = &h->cls[c];
 
-			uint64_t rem = load(&hc->nremote) + load(&hc->nremote_nested);
-
-			live[c] += (int64_t)(load(&hc->nalloc) - load(&hc->nfree) - rem);
-			out->remote_frees += rem;
+			out->remote_frees += load(&hc->nremote) + load(&hc->nremote_nested);
 		}
 		out->nested += load(&h->nnested);
 		out->next_class += load(&h->nnext);
 		out->deferred_frees += load(&h->ndeferred);
 		cached += __atomic_load_n(&h->ncache, __ATOMIC_RELAXED);
 	}
+	rqs_pool_count_live(live);
 	for (c = 0; c < NCLASSES; c++) {
 		out->remote_frees += load(&rqs_alloc_gstats.remote_noheap[c]);
-		live[c] -= (int64_t)load(&rqs_alloc_gstats.remote_noheap[c]);
 		live[c] += (int64_t)(load(&rqs_alloc_gstats.reserve_cls[c]) -
 				     load(&rqs_alloc_gstats.reserve_cls_free[c]));
 		out->class_size[c] = rqs_alloc_class_size[c];
