@@ -383,7 +383,10 @@ static ALLOC_FN __attribute__((noinline)) void *malloc_entry_slow(size_t size, u
 RQSPIN_API ALLOC_FN void *rqspin_malloc_nolock(size_t size, unsigned flags)
 {
 #ifdef ALLOC_VALGRIND
-	if (RQS_UNLIKELY(size > rqs_alloc_fast_max))
+	/* size - 1: a zero-size request takes the slow path too, where under
+	 * Valgrind it gets a described, redzoned object (with
+	 * rqs_alloc_fast_max 0, "size > 0" would let it through). */
+	if (RQS_UNLIKELY(size - 1 >= rqs_alloc_fast_max))
 		return malloc_entry_slow(size, flags);
 #else
 	if (RQS_UNLIKELY(size > SMALL_MAX))
@@ -404,6 +407,7 @@ static inline ALLOC_FN bool free_check(const struct page *pg, const struct block
 		rqs_alloc_bad_pointer("free of a pointer that is not the start of an object", b);
 		return false;
 	}
+	san_free_peek(b);
 	if (RQS_UNLIKELY(pg->bsize >= 16 && b->canary == block_canary(b))) {
 		rqs_alloc_bad_pointer("double free", b);
 		return false;

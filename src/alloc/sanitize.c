@@ -66,11 +66,21 @@ ALLOC_FN void rqs_san_exact(void *p, size_t size, size_t bs)
 {
 	size_t *w = exact_word(p, bs);
 
-	/* memcheck: the tail past the request becomes unaddressable. */
-	VALGRIND_RESIZEINPLACE_BLOCK(p, bs - SAN_REDZONE, size, 0);
+	/* memcheck: the tail past the request becomes unaddressable. A
+	 * resize to 0 would count as a free: a zero-size object keeps its
+	 * block, with every byte unaddressable. */
+	if (size)
+		VALGRIND_RESIZEINPLACE_BLOCK(p, bs - SAN_REDZONE, size, 0);
+	else
+		VALGRIND_MAKE_MEM_NOACCESS(p, bs - SAN_REDZONE);
 	VALGRIND_MAKE_MEM_UNDEFINED(w, sizeof(*w));
 	*w = size;
 	VALGRIND_MAKE_MEM_NOACCESS(w, sizeof(*w));
+}
+
+ALLOC_FN void rqs_san_free_peek(const void *p)
+{
+	VALGRIND_MAKE_MEM_DEFINED(p, 16);
 }
 
 ALLOC_FN size_t rqs_san_exact_size(const void *p, size_t bs)

@@ -115,6 +115,20 @@ static inline size_t san_usable(const void *p, size_t bs)
 	return bs;
 }
 
+/* Under Valgrind: the 16 bytes free's checks read (the canary) are made
+ * readable first; an object smaller than that (exact size 0..15) has them
+ * unaddressable. Freed objects are poisoned again by san_free. */
+void rqs_san_free_peek(const void *p);
+
+static inline void san_free_peek(const void *p)
+{
+#ifdef ALLOC_VALGRIND
+	if (RQS_UNLIKELY(rqspin__valgrind != 0))
+		rqs_san_free_peek(p);
+#endif
+	(void)p;
+}
+
 static inline void san_free(void *p, size_t n, size_t keep)
 {
 	if (SAN_ACTIVE)

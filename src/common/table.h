@@ -66,8 +66,9 @@ static inline void *rqs_table_at(const struct rqs_table *t, uint32_t i)
 /* Entries that may be in use are below this bound. */
 static inline uint32_t rqs_table_count(const struct rqs_table *t)
 {
-	/* acquire: pairs with the bump (acq_rel) of the thread that handed
-	 * the entry out, so a scan that reaches it finds its chunk. */
+	/* acquire: pairs with the bump (acq_rel). The bump comes before the
+	 * chunk is mapped and published, so an entry below the count may
+	 * still read as NULL (rqs_table_at): every scan skips NULL. */
 	uint32_t n = atomic_load_explicit(t->bump, memory_order_acquire);
 
 	return n < t->limit ? n : t->limit;

@@ -555,7 +555,7 @@ static inline int wait_step(struct waiter *w)
 	 * step once the waiter naps (a nap outlasts a clock read by far):
 	 * looking only every 8th nap asked after ~600 us, not HANDOFF_NS. */
 	if (w->barge && w->have_pending && !w->handoff_asked &&
-	    (s % 8 == 0 || s > w->spin_budget) && rqs_arch_now_ns() >= w->handoff_at) {
+	    (s % 8 == 0 || s >= w->spin_budget) && rqs_arch_now_ns() >= w->handoff_at) {
 		/* Relaxed: the bit only tells bargers to stay out; mutual
 		 * exclusion never depends on it (every taker CASes the
 		 * locked byte), so nothing is published with it. */

@@ -157,6 +157,15 @@ static int run_threads(int with_racer)
 		fail("the racy counter is wrong without a racer");
 	if (sent_sum != received_sum)
 		fail("objects changed in flight");
+	/* Zero-size requests take the described path too (an object memcheck
+	 * was never told of would be reported at its free). */
+	for (unsigned i = 0; i < 4; i++) {
+		void *z = rqspin_malloc_nolock(0, 0);
+
+		if (!z)
+			fail("rqspin_malloc_nolock(0)");
+		rqspin_free_nolock(z);
+	}
 	printf("vg_prog: %u threads x %u iterations, counters and checksums right\n", THREADS,
 	       ITERS);
 	return 0;
