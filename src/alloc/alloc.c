@@ -376,7 +376,13 @@ static ALLOC_FN __attribute__((noinline)) void *malloc_entry_slow(size_t size, u
 		return rqs_large_alloc(size, flags);
 	if (rqspin__valgrind != 0)
 		return malloc_redzoned(size, flags);
+	/* A zero-size request comes here too: under ASan it must still be
+	 * announced (unpoisoned) like any other object. */
+#ifdef ALLOC_ASAN
+	return malloc_small(size, flags, true);
+#else
 	return malloc_small(size, flags, false);
+#endif
 }
 #endif
 
