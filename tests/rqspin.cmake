@@ -93,6 +93,20 @@ rqspin_add_test(NAME rqspin_fork_ghost SOURCES rqspin_fork_ghost.c
 rqspin_add_test(NAME rqspin_fork_repair SOURCES rqspin_fork_repair.c
   TIMEOUT 120 LABELS rqspin unit signal NO_TSAN NO_ASAN)
 
+# A thread forked away between its pending role and its pending bit leaves
+# a ghost whose role claims no bit: the child drops that role at the fork,
+# so a live waiter's bit (its role hidden by a handler) is never cleared
+# for it. White-box: the ghost's role is set by hand.
+rqspin_add_test(NAME rqspin_fork_stale_role SOURCES rqspin_fork_stale_role.c LIBS rqspin_static
+  TIMEOUT 120 LABELS rqspin unit signal NO_TSAN NO_ASAN)
+target_include_directories(rqspin_fork_stale_role PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
+# The wait of a would-be pending waiter for a ghost repair in progress is
+# bounded by the call's timeout (white-box: the repair flag held by hand).
+rqspin_add_test(NAME rqspin_fork_gate_bound SOURCES rqspin_fork_gate_bound.c LIBS rqspin_static
+  TIMEOUT 120 LABELS rqspin unit NO_TSAN NO_ASAN)
+target_include_directories(rqspin_fork_gate_bound PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
 # Only cycle members fail: ABBA between two threads with eight lock-free
 # bystanders queued on both locks; every bystander gets its lock, with no
 # report hook and with a hook that sleeps 20 ms.

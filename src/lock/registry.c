@@ -254,6 +254,31 @@ static void thread_exit(void *arg)
 	atomic_fetch_add_explicit(&nfree, 1, memory_order_relaxed);
 }
 
+/* A vanished thread's ROLE_PENDING says it holds the pending bit of the
+ * lock it waits for, and a child's repair clears that bit when no live
+ * thread shows the same role there (slowpath.c, pending_repair). The role
+ * may be stale: the thread stores it before it sets the bit (forked in
+ * between), and a queue head keeps it after losing its claim to another
+ * waiter. Now, while the forking thread is the only one, the word tells:
+ * without the bit the role is dropped, else a bit a child thread sets
+ * later, whose own wait a signal handler then hides (it publishes the
+ * handler's lock), would be taken for the ghost's and cleared under it.
+ * With the bit set, it may be the ghost's, and the repair stays due. The
+ * lock was mapped at the fork: its waiter was in a lock call on it.
+ * relaxed: the other threads are gone; a lock word in shared memory that
+ * another process changes meanwhile only makes the answer that of a
+ * moment later, and a bit set later is not this ghost's. */
+static void ghost_role_settle(struct rqspin_thread *t)
+{
+	const union rqspin__word *l;
+
+	if (atomic_load_explicit(&t->role, memory_order_relaxed) != ROLE_PENDING)
+		return;
+	l = atomic_load_explicit(&t->waiting_for, memory_order_relaxed);
+	if (!l || !(__atomic_load_n(&l->val, __ATOMIC_RELAXED) & RQSPIN__PENDING_MASK))
+		atomic_store_explicit(&t->role, ROLE_NONE, memory_order_relaxed);
+}
+
 /* In a forked child only the forking thread exists. The other threads'
  * slots become ghosts: their MCS nodes may sit in lock queues that the
  * child inherited, so the memory is never handed to a new thread, and
@@ -282,6 +307,7 @@ static void atfork_child(void)
 		}
 		if (atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_USED)
 			continue;
+		ghost_role_settle(&s->t);
 		rqs_stats_retire(&s->t);
 		memset(&s->t.stats, 0, sizeof(s->t.stats));
 		__atomic_store_n(&s->t.hot.fast_acquired, 0, __ATOMIC_RELAXED);

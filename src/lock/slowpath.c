@@ -403,25 +403,40 @@ static bool pending_repair(const struct rqspin_thread *self, lockword_t *l)
  * forked child with ghosts, fence (pairs with pending_repair's) and wait
  * while a repair is under way. The repairer runs a short straight-line
  * section with signals blocked, so this wait is short unless it was
- * preempted: spin, then yield, as wait_next does. Outside such a child
- * nothing: a thread that saw no ghosts and is then forked from its own
- * handler stored its role before the fork, so every repairer in the child
- * sees it. */
-static void pending_gate(struct waiter *w)
+ * preempted: spin, then yield, as wait_next does. It is bounded all the
+ * same, by the call's timeout from here: a repairer that makes no
+ * progress (stopped by a tracer, say) is an owner that makes none, and
+ * the call fails with -ETIMEDOUT, its role taken back. Outside such a
+ * child nothing: a thread that saw no ghosts and is then forked from its
+ * own handler stored its role before the fork, so every repairer in the
+ * child sees it. */
+static int pending_gate(struct waiter *w, uint32_t back_role)
 {
 	uint32_t spins = 0;
+	uint64_t until = 0, now;
 
 	if (!w->res || !rqs_registry_has_ghosts())
-		return;
+		return 0;
 	store_load_fence();
 	while (rqs_registry_repair_busy()) {
 		if (++spins < SPIN_BUDGET) {
 			arch_cpu_relax();
-		} else {
-			stat_inc(&w->self->stats.yielded);
-			rqs_os_yield();
+			continue;
 		}
+		now = rqs_arch_now_ns();
+		if (!until) {
+			until = sat_add(now, w->timeout);
+		} else if (now >= until) {
+			set_role(w, back_role);
+			if (!w->start)
+				w->start = now;
+			w->event = RQSPIN_EV_TIMEOUT;
+			return -ETIMEDOUT;
+		}
+		stat_inc(&w->self->stats.yielded);
+		rqs_os_yield();
 	}
+	return 0;
 }
 
 /* In a forked child: what vanished threads left in the lock word. A held
@@ -781,7 +796,9 @@ static int head_wait(struct waiter *w, bool lost)
 			 * In a forked child, repairs must see our role before
 			 * they may see our bit: pending_gate. */
 			set_role(w, ROLE_PENDING);
-			pending_gate(w);
+			ret = pending_gate(w, ROLE_HEAD);
+			if (ret)
+				return ret;
 			if (word_cas(l, &val, val | RQSPIN__PENDING_VAL, memory_order_relaxed))
 				handoff_arm(w);
 			else
@@ -917,7 +934,9 @@ static int nonode_lock(struct waiter *w, bool *dead)
 				continue;
 			}
 			set_role(w, ROLE_PENDING);
-			pending_gate(w);
+			ret = pending_gate(w, ROLE_NONODE);
+			if (ret)
+				return ret;
 			if (word_cas(l, &val, val | RQSPIN__PENDING_VAL, memory_order_acquire))
 				return pending_take(w, val, dead);
 			set_role(w, ROLE_NONODE);
@@ -1012,7 +1031,9 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 				goto err_entry;
 		}
 		set_role(&w, ROLE_PENDING);
-		pending_gate(&w);
+		ret = pending_gate(&w, w.prev_role);
+		if (ret)
+			goto err_entry;
 	}
 	/* Become the pending waiter. acquire: if the lock is free already we
 	 * own it from this read on, after the last unlock's release. */
