@@ -48,6 +48,20 @@ rqspin_add_test(NAME storage_leftover SOURCES storage_leftover.c LIBS rqspin_sta
   TIMEOUT 120 LABELS storage unit)
 target_include_directories(storage_leftover PRIVATE ${PROJECT_SOURCE_DIR}/src)
 
+# White-box: map_destroy unlinking an owner's first value between its link
+# into the bucket and its insertion into the storage leaves the value's map
+# field NULL (it names no later map at the same address). ops.c compiled
+# once more with a test hook at that point; the test links that object
+# ahead of the static library, whose own ops.o the linker then leaves out.
+add_library(storage_ops_hooks OBJECT ${PROJECT_SOURCE_DIR}/src/storage/ops.c)
+rqspin_config(storage_ops_hooks RQSPIN_STORAGE_TEST_HOOKS=1)
+target_link_libraries(storage_ops_hooks PRIVATE ${RQSPIN_STORAGE_LIBS})
+rqspin_add_test(NAME storage_link_destroy
+  SOURCES storage_link_destroy.c $<TARGET_OBJECTS:storage_ops_hooks> LIBS rqspin_static
+  TIMEOUT 120 LABELS storage unit)
+target_include_directories(storage_link_destroy PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_compile_definitions(storage_link_destroy PRIVATE RQSPIN_STORAGE_TEST_HOOKS=1)
+
 # owner_destroy ends the owner: creations racing it on another thread, or
 # interrupted by the handler that destroys it, leave nothing behind, and
 # later ones give -EIDRM.

@@ -172,10 +172,10 @@ static inline uint32_t st_key_home(uint64_t key, uint32_t mask)
  * it: it is freed with the storage, never before, and its memory is never
  * reused for another element. That is what lets the inline lookup of
  * storage.h read it without a read-side section. It is a separate
- * allocation (the storage is 80 bytes, in another size class), so that
+ * allocation (the storage is 32 bytes, in another size class), so that
  * the first elements of many owners sit densely in their own pages: a
- * lookup over many cold owners then touches half the pages it would if
- * storage and element shared a 128-byte block. This bit says the element
+ * lookup over many cold owners touches fewer pages than it would if
+ * storage and element shared one block. This bit says the element
  * is not freed yet; the storage (and the element) are freed by whichever
  * comes second: ST_CLEANED being set, or this bit being cleared (both
  * atomic RMWs on flags). */
@@ -534,5 +534,20 @@ static inline bool st_lock_ok(int ret)
 	 * only happens if a thread was killed inside one; carry on. */
 	return ret == 0 || ret == -EOWNERDEAD;
 }
+
+/* Test builds (tests/storage.cmake compiles ops.c once more with
+ * RQSPIN_STORAGE_TEST_HOOKS): called at points where a race with another
+ * thread's operation matters, so a test can run that operation there. */
+#ifdef RQSPIN_STORAGE_TEST_HOOKS
+enum { ST_HOOK_LINKED = 1 /* an element linked into its bucket, storage lock held */ };
+extern void (*rqs_st_test_hook)(unsigned where, struct st_elem *e);
+#define ST_TEST_HOOK(w, e)                           \
+	do {                                         \
+		if (rqs_st_test_hook)                \
+			rqs_st_test_hook((w), (e));  \
+	} while (0)
+#else
+#define ST_TEST_HOOK(w, e) ((void)0)
+#endif
 
 #endif /* RQSPIN_STORAGE_INTERNAL_H */

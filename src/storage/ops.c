@@ -9,6 +9,10 @@
 
 #include "storage/internal.h"
 
+#ifdef RQSPIN_STORAGE_TEST_HOOKS
+void (*rqs_st_test_hook)(unsigned where, struct st_elem *e);
+#endif
+
 static inline uintptr_t owner_word(struct rqspin_storage_owner *owner)
 {
 	/* acquire: pairs with the release CAS that published the storage
@@ -62,8 +66,8 @@ static struct st_elem *lookup_bucket(struct rqspin_storage_map *m, struct st_loc
 	struct st_elem *e = atomic_load_explicit(&b->head, memory_order_acquire);
 
 	for (; e; e = atomic_load_explicit(&e->bnext, memory_order_acquire)) {
-		/* relaxed: map was set after local (under the storage lock,
-		 * before the index insert) and is only cleared later. A
+		/* relaxed: map was set after local (rqs_st_link_map, before
+		 * e's release on this list) and is only cleared later. A
 		 * leftover's ST_STORAGE_UNLINKED was set before its storage
 		 * was freed, which is before l was allocated at that address
 		 * and published to us (the owner word's acquire): seen. */
@@ -298,12 +302,15 @@ static int create_elem(struct rqspin_storage_map *m, struct rqspin_storage_owner
 			/* Map side first: once ne is in the index, a delete may
 			 * unlink it from both sides. */
 			ret = rqs_st_link_map(ne, m);
+			if (ret == 0)
+				ST_TEST_HOOK(ST_HOOK_LINKED, ne);
 		}
 		if (ret == 0 && !found) {
-			/* relaxed: ne's value was published with the storage
-			 * (embedded) or is published by the slot's release
-			 * store below (separate). */
-			atomic_store_explicit(&ne->map, m, memory_order_relaxed);
+			/* ne->map was set by rqs_st_link_map (and may be NULL
+			 * again: m's destroy unlinked ne meanwhile, and takes
+			 * it out of the storage once we unlock). ne's value was
+			 * published with the storage (embedded) or is by the
+			 * slot's release store (separate). */
 			rqs_st_storage_insert(l, ne, m->key);
 			inserted = true;
 		} else if (ne != e) {
@@ -363,7 +370,8 @@ static __attribute__((noinline, cold)) void *get_slow(struct rqspin_storage_map 
 
 /*
  * The out-of-line part of the inline rqspin_storage_get (storage.h): a hit
- * in the owner's index (every value, the first included), without a
+ * in the owner's index (every value but the first, which the inline part
+ * checked through the owner word), without a
  * read-side section, like the inline part; get_slow for everything else.
  * What may be read here without a section: the owner word, the storage and
  * its tables, which all live until the owner is destroyed (st_xtab), and

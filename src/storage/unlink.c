@@ -56,6 +56,12 @@ int rqs_st_link_map(struct st_elem *e, struct rqspin_storage_map *m)
 		rqs_st_bucket_unlock(b);
 		return -EIDRM;
 	}
+	/* relaxed: published with e below (release). Here, under the bucket
+	 * lock and after the dying check, not by the caller after we return:
+	 * a map_destroy may unlink e as soon as we unlock, and its NULL must
+	 * be the last store (a first element outlives its map, and lookups go
+	 * by this field). */
+	atomic_store_explicit(&e->map, m, memory_order_relaxed);
 	first = atomic_load_explicit(&b->head, memory_order_relaxed);
 	atomic_store_explicit(&e->bnext, first, memory_order_relaxed);
 	e->bpprev = &b->head;
