@@ -29,6 +29,13 @@ function(bench_json_test name suite)
             "-DARGS=${ARGN}" -P ${_src}/smoke_json.cmake)
   set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS bench)
 endfunction()
+# The load accounting counts the harness's own children as its own.
+add_executable(bench_load_share_test load_share_test.c)
+rqspin_bench_config(bench_load_share_test)
+target_link_libraries(bench_load_share_test PRIVATE rqspin_bench_harness)
+add_test(NAME bench_load_share COMMAND bench_load_share_test)
+set_tests_properties(bench_load_share PROPERTIES TIMEOUT 60 LABELS bench SKIP_RETURN_CODE 77)
+
 bench_json_test(bench_torture_quick torture torture --quick)
 bench_json_test(bench_alloc_quick alloc alloc --quick --repeats 1)
 bench_json_test(bench_storage_quick storage storage --quick --owners 1000 --reps 1 --mem-owners 2000)

@@ -32,7 +32,7 @@ struct load_snap {
 	double busy_s;  /* CPU time spent not idle, all processes */
 	double steal_s; /* taken by the hypervisor */
 	double total_s; /* all CPU time, idle included (wall x CPUs) */
-	double self_s;  /* this process, user + system */
+	double self_s;  /* this process and its waited-for children, user + system */
 };
 
 struct load_share {
