@@ -88,6 +88,12 @@ struct stepper {
 	uintptr_t bp_addr;
 	long bp_orig;
 	uint32_t bp_skip;
+	/* Addresses breakpoints were planted at, lately: a thread that hit
+	 * one just before another thread's hit (or the end of the run)
+	 * removed it reports its trap afterwards, and must be rewound onto
+	 * the restored instruction (x86-64: int3 reports the next byte). */
+	uintptr_t bp_past[64];
+	uint32_t bp_past_n;
 	struct step_stats st;
 };
 
@@ -187,6 +193,15 @@ static void step_bp_plant(struct stepper *s, pid_t pid)
 {
 	step_poke_text(pid, s->bp_addr, step_bp_word(s->bp_orig));
 	s->bp_in = true;
+	s->bp_past[s->bp_past_n++ % 64] = s->bp_addr;
+}
+
+static bool step_bp_was(const struct stepper *s, uintptr_t addr)
+{
+	for (uint32_t i = 0; i < 64 && i < s->bp_past_n; i++)
+		if (s->bp_past[i] == addr)
+			return true;
+	return false;
 }
 
 static void step_bp_remove(struct stepper *s, pid_t pid)
@@ -287,9 +302,16 @@ static void step_trap(struct stepper *s, struct step_thread *t, pid_t child)
 		step_resume(t->tid, PTRACE_CONT, 0);
 		return;
 	}
-	if (!s->bp_in || !step_getregs(t->tid, &pc, &sp, false, 0) ||
-	    pc - STEP_BP_ADJ != s->bp_addr) {
-		step_resume(t->tid, PTRACE_CONT, 0); /* not ours */
+	if (!step_getregs(t->tid, &pc, &sp, false, 0)) {
+		step_resume(t->tid, PTRACE_CONT, 0);
+		return;
+	}
+	if (!s->bp_in || pc - STEP_BP_ADJ != s->bp_addr) {
+		/* A breakpoint already removed (see bp_past): run the
+		 * restored instruction. Else not ours. */
+		if (STEP_BP_ADJ && step_bp_was(s, pc - STEP_BP_ADJ))
+			CHECK(step_getregs(t->tid, &pc, &sp, true, pc - STEP_BP_ADJ));
+		step_resume(t->tid, PTRACE_CONT, 0);
 		return;
 	}
 	step_bp_remove(s, child);

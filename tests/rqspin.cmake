@@ -99,13 +99,17 @@ rqspin_add_test(NAME rqspin_fork_repair SOURCES rqspin_fork_repair.c
 # for it. White-box: the ghost's role is set by hand.
 rqspin_add_test(NAME rqspin_fork_stale_role SOURCES rqspin_fork_stale_role.c LIBS rqspin_static
   TIMEOUT 120 LABELS rqspin unit signal NO_TSAN NO_ASAN)
-target_include_directories(rqspin_fork_stale_role PRIVATE ${PROJECT_SOURCE_DIR}/src)
+if(TARGET rqspin_fork_stale_role)
+  target_include_directories(rqspin_fork_stale_role PRIVATE ${PROJECT_SOURCE_DIR}/src)
+endif()
 
 # The wait of a would-be pending waiter for a ghost repair in progress is
 # bounded by the call's timeout (white-box: the repair flag held by hand).
 rqspin_add_test(NAME rqspin_fork_gate_bound SOURCES rqspin_fork_gate_bound.c LIBS rqspin_static
   TIMEOUT 120 LABELS rqspin unit NO_TSAN NO_ASAN)
-target_include_directories(rqspin_fork_gate_bound PRIVATE ${PROJECT_SOURCE_DIR}/src)
+if(TARGET rqspin_fork_gate_bound)
+  target_include_directories(rqspin_fork_gate_bound PRIVATE ${PROJECT_SOURCE_DIR}/src)
+endif()
 
 # Only cycle members fail: ABBA between two threads with eight lock-free
 # bystanders queued on both locks; every bystander gets its lock, with no
@@ -150,3 +154,15 @@ rqspin_add_test(NAME rqspin_deadlock_storm SOURCES rqspin_deadlock_storm.c
 # to threads that deadlock on them (ABBA), only ever get 0.
 rqspin_add_test(NAME rqspin_nofalse_deadlock SOURCES rqspin_nofalse_deadlock.c
   TIMEOUT 240 LABELS rqspin stress)
+
+# Interrupt anywhere: a handler that locks (the same lock, or another) at
+# every instruction of rqspin_lock's and rqspin_unlock's paths -- free,
+# pending, queued, non-LIFO unlocks, timeout, AA -- through the ptrace
+# stepper of the allocator's test (alloc_ptrace.h). White-box: the static
+# library is linked in (its code is the executable's), and the thread's
+# held table and nesting are checked after each run.
+rqspin_add_test(NAME rqspin_interrupt SOURCES rqspin_interrupt.c LIBS rqspin_static
+  TIMEOUT 600 LABELS rqspin signal NO_TSAN)
+if(TARGET rqspin_interrupt)
+  target_include_directories(rqspin_interrupt PRIVATE ${PROJECT_SOURCE_DIR}/src)
+endif()

@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Interrupt anywhere, for the resilient lock: a signal handler that takes
+ * locks, delivered at every instruction of rqspin_lock's and
+ * rqspin_unlock's paths (the stepper of alloc_ptrace.h; the library is
+ * linked in statically, so its code is the executable's).
+ *
+ * Operations of the main thread (each repeated once per instruction, set
+ * up the same way each time by helper threads):
+ *   fast     lock A free, unlock;
+ *   pending  A held by helper 1, which lets go once somebody waits: the
+ *            main thread takes it as the pending waiter;
+ *   queued   A held by helper 1 and helper 2 pending on it: the main
+ *            thread queues, becomes the head, takes it;
+ *   nonlifo  lock A, lock B, unlock A, unlock B;
+ *   timeout  A held by helper 1 throughout: -ETIMEDOUT after 1 ms;
+ *   aa       A held by the main thread, locked again: -EDEADLK.
+ * Handlers, one per pass over the operations:
+ *   SAME     rqspin_lock_timeout(A), then rqspin_trylock(A): the handler
+ *            gets A (and unlocks it) only when nobody holds it, else
+ *            -EDEADLK (the interrupted code holds or is acquiring it) or,
+ *            in the timeout operation only, -ETIMEDOUT;
+ *   OTHER    rqspin_lock(C), a lock nobody else uses: always 0.
+ * Checked: every owner of A is alone (an owner word set by exchange),
+ * each operation's own result is what it is without the handler, and
+ * after each run both words are 0, the thread's held table is empty and
+ * no slow path is in progress (nesting 0). A handler call that blocks
+ * for ever is a hang (the parent's step budget and CTest's timeout).
+ *
+ * Registered NO_TSAN (TSan runs handlers at its own points); skipped where
+ * ptrace is not permitted and under qemu.
+ */
+#include <sys/prctl.h>
+
+#include "alloc_ptrace.h"
+#include "lock/registry.h"
+#include "rqspin_util.h"
+
+enum { MODE_SAME = 0, MODE_OTHER, NMODES };
+static const char *const mode_name[NMODES] = { "same", "other" };
+
+static const char *volatile g_opname = "start";
+static volatile long g_again __attribute__((aligned(8)));
+static volatile int g_mode = MODE_SAME;
+static volatile bool g_timeout_op; /* the handler may time out on A */
+
+static rqspinlock_t A = RQSPINLOCK_INIT, B = RQSPINLOCK_INIT, C = RQSPINLOCK_INIT;
+
+/* Who holds A: 0 nobody, 1 main, 2 handler, 3 helper 1, 4 helper 2. */
+static _Atomic int g_owner;
+static _Atomic unsigned long g_handler_calls, g_handler_got, g_handler_aa,
+	g_handler_timeout;
+
+static bool again(void)
+{
+	long a = g_again;
+
+	g_again = 0;
+	return a != 0;
+}
+
+static __thread pid_t t_tid;
+
+static void sig_self(int sig)
+{
+	if (!t_tid)
+		t_tid = (pid_t)syscall(SYS_gettid);
+	syscall(SYS_tgkill, getpid(), t_tid, sig);
+}
+
+static void own(int who)
+{
+	int prev = atomic_exchange(&g_owner, who);
+
+	if (prev != 0) {
+		char buf[120];
+
+		snprintf(buf, sizeof(buf), "two owners of A: %d took it while %d held it (%s)\n",
+			 who, prev, g_opname);
+		tu_write_str(buf);
+		abort();
+	}
+}
+
+static void disown(int who)
+{
+	CHECK(atomic_exchange(&g_owner, 0) == who);
+}
+
+/* ---- the handler ------------------------------------------------------------ */
+
+static void on_inject(int sig)
+{
+	int e = errno, r;
+
+	(void)sig;
+	atomic_fetch_add(&g_handler_calls, 1);
+	if (g_mode == MODE_OTHER) {
+		r = rqspin_lock(&C);
+		if (r != 0) {
+			tu_write_str("handler: rqspin_lock(C) failed\n");
+			abort();
+		}
+		rqspin_unlock(&C);
+		errno = e;
+		return;
+	}
+	r = rqspin_lock_timeout(&A, g_timeout_op ? RU_MS : 10 * RU_SEC);
+	if (r == 0) {
+		own(2);
+		atomic_fetch_add(&g_handler_got, 1);
+		disown(2);
+		rqspin_unlock(&A);
+	} else if (r == -EDEADLK) {
+		atomic_fetch_add(&g_handler_aa, 1);
+	} else if (r == -ETIMEDOUT && g_timeout_op) {
+		atomic_fetch_add(&g_handler_timeout, 1);
+	} else {
+		char buf[120];
+
+		snprintf(buf, sizeof(buf), "handler: rqspin_lock(A) gave %s in \"%s\"\n",
+			 ru_err_name(r), g_opname);
+		tu_write_str(buf);
+		abort();
+	}
+	if (rqspin_trylock(&A)) {
+		own(2);
+		disown(2);
+		rqspin_unlock(&A);
+	}
+	errno = e;
+}
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+enum { H_IDLE, H_HOLD_UNTIL_WAITER, H_HOLD_UNTIL_QUEUED, H_WAIT_THEN_LOCK, H_HOLD, H_RELEASE,
+       H_QUIT };
+
+struct helper {
+	pthread_t th;
+	int id;
+	_Atomic int cmd;
+	_Atomic bool busy, holding;
+};
+
+static struct helper g_h[2];
+
+/* A's word shows a waiter: with want_tail somebody queued, else the
+ * pending bit or a queue. */
+static bool a_has_waiter(bool want_tail)
+{
+	uint32_t v = ru_word(&A);
+
+	return want_tail ? (v & RU_TAIL_MASK) != 0 : (v & ~RU_LOCKED_MASK) != 0;
+}
+
+static void *helper_main(void *arg)
+{
+	struct helper *h = arg;
+
+	for (;;) {
+		int cmd = atomic_load(&h->cmd);
+
+		if (cmd == H_IDLE) {
+			tu_sleep_us(20);
+			continue;
+		}
+		if (cmd == H_QUIT)
+			return NULL;
+		if (cmd == H_RELEASE) {
+			if (atomic_load(&h->holding)) {
+				disown(h->id);
+				atomic_store(&h->holding, false);
+				rqspin_unlock(&A);
+			}
+			atomic_store(&h->cmd, H_IDLE);
+			atomic_store(&h->busy, false);
+			continue;
+		}
+		CHECK_EQ_U64(rqspin_lock_timeout(&A, 30 * RU_SEC), 0);
+		own(h->id);
+		atomic_store(&h->holding, true);
+		if (cmd == H_HOLD) {
+			/* until H_RELEASE */
+			while (atomic_load(&h->cmd) == H_HOLD)
+				tu_sleep_us(20);
+			continue;
+		}
+		/* H_HOLD_UNTIL_WAITER / _QUEUED (helper 1): let go once
+		 * somebody waits / somebody queued (helper 2 being the
+		 * pending waiter); H_WAIT_THEN_LOCK (helper 2): got A, let
+		 * go at once. The main thread may be single-stepped: yield
+		 * the CPU to it and its tracer meanwhile. */
+		if (cmd == H_HOLD_UNTIL_WAITER || cmd == H_HOLD_UNTIL_QUEUED)
+			while (!a_has_waiter(cmd == H_HOLD_UNTIL_QUEUED))
+				sched_yield();
+		disown(h->id);
+		atomic_store(&h->holding, false);
+		rqspin_unlock(&A);
+		atomic_store(&h->cmd, H_IDLE);
+		atomic_store(&h->busy, false);
+	}
+}
+
+static void helper_do(struct helper *h, int cmd)
+{
+	CHECK(!atomic_load(&h->busy));
+	atomic_store(&h->busy, true);
+	atomic_store(&h->cmd, cmd);
+}
+
+static void helper_idle(struct helper *h)
+{
+	RU_WAIT_FOR(!atomic_load(&h->busy), 60, "helper idle");
+}
+
+/* ---- operations ------------------------------------------------------------- */
+
+static void check_clean(void)
+{
+	struct rqspin_thread *me = (struct rqspin_thread *)rqspin__tls_self;
+
+	helper_idle(&g_h[0]);
+	helper_idle(&g_h[1]);
+	CHECK_EQ_U64(ru_word(&A), 0);
+	CHECK_EQ_U64(ru_word(&B), 0);
+	CHECK_EQ_U64(ru_word(&C), 0);
+	CHECK_EQ_U64(atomic_load(&g_owner), 0);
+	CHECK(me != NULL);
+	CHECK_EQ_U64(__atomic_load_n(&me->hot.held.cnt, __ATOMIC_RELAXED), 0);
+	CHECK_EQ_U64(me->nesting, 0);
+}
+
+/* One marked stretch per run (the stepper repeats it while again()). */
+static int main_lock_a(const char *name, uint64_t timeout)
+{
+	int r;
+
+	g_opname = name;
+	sig_self(STEP_SIG_BEGIN);
+	r = rqspin_lock_timeout(&A, timeout);
+	if (r == 0)
+		own(1);
+	sig_self(STEP_SIG_END);
+	return r;
+}
+
+static void main_unlock_a(const char *name)
+{
+	g_opname = name;
+	sig_self(STEP_SIG_BEGIN);
+	disown(1);
+	rqspin_unlock(&A);
+	sig_self(STEP_SIG_END);
+}
+
+static void lock_a(void)
+{
+	CHECK_EQ_U64(rqspin_lock(&A), 0);
+	own(1);
+}
+
+static void unlock_a(void)
+{
+	disown(1);
+	rqspin_unlock(&A);
+}
+
+static void op_fast(void)
+{
+	do {
+		CHECK_EQ_U64(main_lock_a("lock, free", 30 * RU_SEC), 0);
+		unlock_a();
+		check_clean();
+	} while (again());
+	do {
+		lock_a();
+		main_unlock_a("unlock, no waiter");
+		check_clean();
+	} while (again());
+}
+
+static void op_pending(void)
+{
+	do {
+		helper_do(&g_h[0], H_HOLD_UNTIL_WAITER);
+		RU_WAIT_FOR(atomic_load(&g_h[0].holding) || !atomic_load(&g_h[0].busy), 60,
+			    "helper 1 holds A");
+		CHECK_EQ_U64(main_lock_a("lock, pending waiter", 30 * RU_SEC), 0);
+		unlock_a();
+		check_clean();
+	} while (again());
+	do {
+		lock_a();
+		helper_do(&g_h[1], H_WAIT_THEN_LOCK);
+		RU_WAIT_FOR(ru_word(&A) & RU_PENDING_MASK, 60, "helper 2 pending on A");
+		main_unlock_a("unlock, pending waiter");
+		check_clean();
+	} while (again());
+}
+
+static void op_queued(void)
+{
+	do {
+		helper_do(&g_h[0], H_HOLD_UNTIL_QUEUED);
+		RU_WAIT_FOR(atomic_load(&g_h[0].holding), 60, "helper 1 holds A");
+		helper_do(&g_h[1], H_WAIT_THEN_LOCK);
+		RU_WAIT_FOR(ru_word(&A) & RU_PENDING_MASK, 60, "helper 2 pending on A");
+		CHECK_EQ_U64(main_lock_a("lock, queued", 30 * RU_SEC), 0);
+		unlock_a();
+		check_clean();
+	} while (again());
+}
+
+static void op_nonlifo(void)
+{
+	do {
+		lock_a();
+		g_opname = "lock B, unlock A, unlock B";
+		sig_self(STEP_SIG_BEGIN);
+		CHECK_EQ_U64(rqspin_lock(&B), 0);
+		disown(1);
+		rqspin_unlock(&A);
+		rqspin_unlock(&B);
+		sig_self(STEP_SIG_END);
+		check_clean();
+	} while (again());
+}
+
+static void op_timeout(void)
+{
+	g_timeout_op = true;
+	do {
+		helper_do(&g_h[0], H_HOLD);
+		RU_WAIT_FOR(atomic_load(&g_h[0].holding), 60, "helper 1 holds A");
+		CHECK_EQ_U64(main_lock_a("lock, timeout", RU_MS), (uint64_t)-ETIMEDOUT);
+		atomic_store(&g_h[0].cmd, H_RELEASE);
+		check_clean();
+	} while (again());
+	g_timeout_op = false;
+}
+
+static void op_aa(void)
+{
+	do {
+		lock_a();
+		CHECK_EQ_U64(main_lock_a("lock again (AA)", 30 * RU_SEC), (uint64_t)-EDEADLK);
+		unlock_a();
+		check_clean();
+	} while (again());
+}
+
+static void child_main(void)
+{
+	struct sigaction sa = { .sa_handler = on_inject };
+
+	CHECK(sigaction(STEP_SIG_INJECT, &sa, NULL) == 0);
+	signal(STEP_SIG_BEGIN, SIG_IGN);
+	signal(STEP_SIG_END, SIG_IGN);
+	for (int i = 0; i < 2; i++) {
+		g_h[i].id = 3 + i;
+		g_h[i].th = tu_thread_start(helper_main, &g_h[i]);
+	}
+	/* register the threads before any operation is learnt */
+	CHECK_EQ_U64(rqspin_lock(&C), 0);
+	rqspin_unlock(&C);
+	for (int mode = 0; mode < NMODES; mode++) {
+		g_mode = mode;
+		op_fast();
+		op_pending();
+		op_queued();
+		op_nonlifo();
+		op_timeout();
+		op_aa();
+	}
+	for (int i = 0; i < 2; i++) {
+		atomic_store(&g_h[i].cmd, H_QUIT);
+		tu_thread_join(g_h[i].th);
+	}
+	fprintf(stderr,
+		"child: %lu handler calls: A taken %lu, AA %lu, timed out %lu (the rest: C)\n",
+		atomic_load(&g_handler_calls), atomic_load(&g_handler_got),
+		atomic_load(&g_handler_aa), atomic_load(&g_handler_timeout));
+	exit(0);
+}
+
+/* ---- the parent ------------------------------------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+/* LeakSanitizer cannot work in a traced process. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "detect_leaks=0";
+}
+#endif
+
+static long peek(pid_t pid, const void *addr)
+{
+	errno = 0;
+	return ptrace(PTRACE_PEEKDATA, pid, (void *)addr, NULL);
+}
+
+static void describe(pid_t pid, uintptr_t pc)
+{
+	const char *name = (const char *)peek(pid, (const void *)&g_opname);
+	int mode = (int)peek(pid, (const void *)&g_mode);
+
+	fprintf(stderr, "child died during \"%s\", handler %s, at pc %p\n", name ? name : "?",
+		mode >= 0 && mode < NMODES ? mode_name[mode] : "?", (void *)pc);
+}
+
+static struct stepper g_stepper;
+
+static void on_stretch(struct stepper *s, pid_t pid)
+{
+	const char *name = (const char *)peek(pid, (const void *)&g_opname);
+	int mode = (int)peek(pid, (const void *)&g_mode);
+
+	fprintf(stderr, "  %-30s %-6s %5u positions (%llu runs, %llu missed so far)\n", name,
+		mode >= 0 && mode < NMODES ? mode_name[mode] : "?", s->npos,
+		(unsigned long long)s->st.runs, (unsigned long long)s->st.missed);
+}
+
+int main(void)
+{
+	struct timespec t0, t1;
+	pid_t child;
+
+#if defined(TU_TSAN) || !STEP_SUPPORTED
+	printf("rqspin_interrupt: skipped (%s)\n",
+	       STEP_SUPPORTED ? "ThreadSanitizer delays signal handlers"
+			      : "no single-stepping support for this architecture");
+	return 77;
+#endif
+	g_stepper.visits = 1;
+	g_stepper.max_steps = 100000000ull;
+	g_stepper.again = (long *)&g_again;
+	g_stepper.verbose = getenv("RQSPIN_INTERRUPT_VERBOSE") != NULL;
+	g_stepper.on_stretch = on_stretch;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fflush(NULL);
+	child = fork();
+	CHECK(child >= 0);
+	if (child == 0) {
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) {
+			perror("PTRACE_TRACEME");
+			_exit(77);
+		}
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		raise(SIGSTOP);
+		child_main();
+	}
+	CHECK(stepper_run(&g_stepper, child, describe));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("rqspin_interrupt: %llu operations, %llu runs, %llu steps learnt, "
+	       "%llu interruptions, %llu positions not reached, %.1f s\n",
+	       (unsigned long long)g_stepper.st.stretches, (unsigned long long)g_stepper.st.runs,
+	       (unsigned long long)g_stepper.st.steps, (unsigned long long)g_stepper.st.injections,
+	       (unsigned long long)g_stepper.st.missed,
+	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	if (WIFEXITED(g_stepper.st.status) && WEXITSTATUS(g_stepper.st.status) == 77) {
+		printf("rqspin_interrupt: skipped (ptrace not permitted)\n");
+		return 77;
+	}
+	if (!WIFEXITED(g_stepper.st.status) || WEXITSTATUS(g_stepper.st.status) != 0) {
+		fprintf(stderr, "rqspin_interrupt: child failed (status %#x, last pc %p)\n",
+			g_stepper.st.status, (void *)g_stepper.st.last_pc);
+		return 1;
+	}
+	return 0;
+}
