@@ -166,3 +166,15 @@ rqspin_add_test(NAME rqspin_interrupt SOURCES rqspin_interrupt.c LIBS rqspin_sta
 if(TARGET rqspin_interrupt)
   target_include_directories(rqspin_interrupt PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endif()
+# The same through the pthread_spin_* shim (its barging slow path),
+# compiled into the test; AA returns EDEADLK and a timeout ETIMEDOUT (the
+# policies' "error" settings) instead of waiting on as glibc would.
+rqspin_add_test(NAME shim_interrupt
+  SOURCES rqspin_interrupt.c ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c LIBS rqspin_static
+  TIMEOUT 600 LABELS rqspin signal NO_TSAN)
+if(TARGET shim_interrupt)
+  target_include_directories(shim_interrupt PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_definitions(shim_interrupt PRIVATE RQSPIN_INTERRUPT_SHIM=1)
+  set_tests_properties(shim_interrupt PROPERTIES
+    ENVIRONMENT "RQSPIN_PTHREAD_DEADLOCK=error;RQSPIN_PTHREAD_TIMEOUT=error")
+endif()

@@ -27,6 +27,15 @@
  * no slow path is in progress (nesting 0). A handler call that blocks
  * for ever is a hang (the parent's step budget and CTest's timeout).
  *
+ * Built twice: rqspin_interrupt calls rqspin_lock_timeout/unlock/trylock;
+ * shim_interrupt (RQSPIN_INTERRUPT_SHIM) the drop-in pthread_spin_* of
+ * src/lock/pthread_shim.c, compiled into the executable, with its barging
+ * slow path, under RQSPIN_PTHREAD_DEADLOCK=error and
+ * RQSPIN_PTHREAD_TIMEOUT=error (AA returns EDEADLK, a timeout ETIMEDOUT,
+ * which the handler rejects; the default policies keep waiting, as glibc
+ * does); it has no timeout operation (pthread_spin_lock takes the default
+ * timeout).
+ *
  * Registered NO_TSAN (TSan runs handlers at its own points); skipped where
  * ptrace is not permitted and under qemu.
  */
@@ -35,6 +44,51 @@
 #include "alloc_ptrace.h"
 #include "lock/registry.h"
 #include "rqspin_util.h"
+
+#ifdef RQSPIN_INTERRUPT_SHIM
+#include <pthread.h>
+
+#define TEST_NAME "shim_interrupt"
+
+static pthread_spinlock_t *as_spin(rqspinlock_t *l)
+{
+	return (pthread_spinlock_t *)(void *)l;
+}
+
+/* The shim's errors are positive; the checks below use rqspin's. */
+static int lk(rqspinlock_t *l, uint64_t timeout)
+{
+	(void)timeout;
+	return -pthread_spin_lock(as_spin(l));
+}
+
+static void ulk(rqspinlock_t *l)
+{
+	CHECK(pthread_spin_unlock(as_spin(l)) == 0);
+}
+
+static bool trylk(rqspinlock_t *l)
+{
+	return pthread_spin_trylock(as_spin(l)) == 0;
+}
+#else
+#define TEST_NAME "rqspin_interrupt"
+
+static int lk(rqspinlock_t *l, uint64_t timeout)
+{
+	return rqspin_lock_timeout(l, timeout);
+}
+
+static void ulk(rqspinlock_t *l)
+{
+	rqspin_unlock(l);
+}
+
+static bool trylk(rqspinlock_t *l)
+{
+	return rqspin_trylock(l);
+}
+#endif
 
 enum { MODE_SAME = 0, MODE_OTHER, NMODES };
 static const char *const mode_name[NMODES] = { "same", "other" };
@@ -96,21 +150,21 @@ static void on_inject(int sig)
 	(void)sig;
 	atomic_fetch_add(&g_handler_calls, 1);
 	if (g_mode == MODE_OTHER) {
-		r = rqspin_lock(&C);
+		r = lk(&C, 30 * RU_SEC);
 		if (r != 0) {
 			tu_write_str("handler: rqspin_lock(C) failed\n");
 			abort();
 		}
-		rqspin_unlock(&C);
+		ulk(&C);
 		errno = e;
 		return;
 	}
-	r = rqspin_lock_timeout(&A, g_timeout_op ? RU_MS : 10 * RU_SEC);
+	r = lk(&A, g_timeout_op ? RU_MS : 10 * RU_SEC);
 	if (r == 0) {
 		own(2);
 		atomic_fetch_add(&g_handler_got, 1);
 		disown(2);
-		rqspin_unlock(&A);
+		ulk(&A);
 	} else if (r == -EDEADLK) {
 		atomic_fetch_add(&g_handler_aa, 1);
 	} else if (r == -ETIMEDOUT && g_timeout_op) {
@@ -123,10 +177,10 @@ static void on_inject(int sig)
 		tu_write_str(buf);
 		abort();
 	}
-	if (rqspin_trylock(&A)) {
+	if (trylk(&A)) {
 		own(2);
 		disown(2);
-		rqspin_unlock(&A);
+		ulk(&A);
 	}
 	errno = e;
 }
@@ -171,13 +225,13 @@ static void *helper_main(void *arg)
 			if (atomic_load(&h->holding)) {
 				disown(h->id);
 				atomic_store(&h->holding, false);
-				rqspin_unlock(&A);
+				ulk(&A);
 			}
 			atomic_store(&h->cmd, H_IDLE);
 			atomic_store(&h->busy, false);
 			continue;
 		}
-		CHECK_EQ_U64(rqspin_lock_timeout(&A, 30 * RU_SEC), 0);
+		CHECK_EQ_U64(lk(&A, 30 * RU_SEC), 0);
 		own(h->id);
 		atomic_store(&h->holding, true);
 		if (cmd == H_HOLD) {
@@ -196,7 +250,7 @@ static void *helper_main(void *arg)
 				sched_yield();
 		disown(h->id);
 		atomic_store(&h->holding, false);
-		rqspin_unlock(&A);
+		ulk(&A);
 		atomic_store(&h->cmd, H_IDLE);
 		atomic_store(&h->busy, false);
 	}
@@ -238,7 +292,7 @@ static int main_lock_a(const char *name, uint64_t timeout)
 
 	g_opname = name;
 	sig_self(STEP_SIG_BEGIN);
-	r = rqspin_lock_timeout(&A, timeout);
+	r = lk(&A, timeout);
 	if (r == 0)
 		own(1);
 	sig_self(STEP_SIG_END);
@@ -250,20 +304,20 @@ static void main_unlock_a(const char *name)
 	g_opname = name;
 	sig_self(STEP_SIG_BEGIN);
 	disown(1);
-	rqspin_unlock(&A);
+	ulk(&A);
 	sig_self(STEP_SIG_END);
 }
 
 static void lock_a(void)
 {
-	CHECK_EQ_U64(rqspin_lock(&A), 0);
+	CHECK_EQ_U64(lk(&A, 30 * RU_SEC), 0);
 	own(1);
 }
 
 static void unlock_a(void)
 {
 	disown(1);
-	rqspin_unlock(&A);
+	ulk(&A);
 }
 
 static void op_fast(void)
@@ -318,15 +372,16 @@ static void op_nonlifo(void)
 		lock_a();
 		g_opname = "lock B, unlock A, unlock B";
 		sig_self(STEP_SIG_BEGIN);
-		CHECK_EQ_U64(rqspin_lock(&B), 0);
+		CHECK_EQ_U64(lk(&B, 30 * RU_SEC), 0);
 		disown(1);
-		rqspin_unlock(&A);
-		rqspin_unlock(&B);
+		ulk(&A);
+		ulk(&B);
 		sig_self(STEP_SIG_END);
 		check_clean();
 	} while (again());
 }
 
+#ifndef RQSPIN_INTERRUPT_SHIM
 static void op_timeout(void)
 {
 	g_timeout_op = true;
@@ -339,6 +394,7 @@ static void op_timeout(void)
 	} while (again());
 	g_timeout_op = false;
 }
+#endif
 
 static void op_aa(void)
 {
@@ -362,15 +418,27 @@ static void child_main(void)
 		g_h[i].th = tu_thread_start(helper_main, &g_h[i]);
 	}
 	/* register the threads before any operation is learnt */
-	CHECK_EQ_U64(rqspin_lock(&C), 0);
-	rqspin_unlock(&C);
+	CHECK_EQ_U64(lk(&C, 30 * RU_SEC), 0);
+	ulk(&C);
+#ifdef RQSPIN_INTERRUPT_SHIM
+	{
+		const char *p = getenv("RQSPIN_PTHREAD_DEADLOCK");
+
+		if (!p || strcmp(p, "error") != 0) {
+			fprintf(stderr, "shim_interrupt: run with RQSPIN_PTHREAD_DEADLOCK=error\n");
+			exit(2);
+		}
+	}
+#endif
 	for (int mode = 0; mode < NMODES; mode++) {
 		g_mode = mode;
 		op_fast();
 		op_pending();
 		op_queued();
 		op_nonlifo();
+#ifndef RQSPIN_INTERRUPT_SHIM
 		op_timeout();
+#endif
 		op_aa();
 	}
 	for (int i = 0; i < 2; i++) {
@@ -428,7 +496,7 @@ int main(void)
 	pid_t child;
 
 #if defined(TU_TSAN) || !STEP_SUPPORTED
-	printf("rqspin_interrupt: skipped (%s)\n",
+	printf(TEST_NAME ": skipped (%s)\n",
 	       STEP_SUPPORTED ? "ThreadSanitizer delays signal handlers"
 			      : "no single-stepping support for this architecture");
 	return 77;
@@ -453,18 +521,18 @@ int main(void)
 	}
 	CHECK(stepper_run(&g_stepper, child, describe));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("rqspin_interrupt: %llu operations, %llu runs, %llu steps learnt, "
+	printf(TEST_NAME ": %llu operations, %llu runs, %llu steps learnt, "
 	       "%llu interruptions, %llu positions not reached, %.1f s\n",
 	       (unsigned long long)g_stepper.st.stretches, (unsigned long long)g_stepper.st.runs,
 	       (unsigned long long)g_stepper.st.steps, (unsigned long long)g_stepper.st.injections,
 	       (unsigned long long)g_stepper.st.missed,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	if (WIFEXITED(g_stepper.st.status) && WEXITSTATUS(g_stepper.st.status) == 77) {
-		printf("rqspin_interrupt: skipped (ptrace not permitted)\n");
+		printf(TEST_NAME ": skipped (ptrace not permitted)\n");
 		return 77;
 	}
 	if (!WIFEXITED(g_stepper.st.status) || WEXITSTATUS(g_stepper.st.status) != 0) {
-		fprintf(stderr, "rqspin_interrupt: child failed (status %#x, last pc %p)\n",
+		fprintf(stderr, TEST_NAME ": child failed (status %#x, last pc %p)\n",
 			g_stepper.st.status, (void *)g_stepper.st.last_pc);
 		return 1;
 	}
