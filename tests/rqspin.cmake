@@ -155,7 +155,8 @@ rqspin_add_test(NAME rqspin_deadlock_storm SOURCES rqspin_deadlock_storm.c
 rqspin_add_test(NAME rqspin_nofalse_deadlock SOURCES rqspin_nofalse_deadlock.c
   TIMEOUT 240 LABELS rqspin stress)
 
-# Interrupt anywhere: a handler that locks (the same lock, or another) at
+# Interrupt anywhere: a handler that locks (the same lock, another, or a
+# held one: a nested slow path) at
 # every instruction of rqspin_lock's and rqspin_unlock's paths -- free,
 # pending, queued, non-LIFO unlocks, timeout, AA -- through the ptrace
 # stepper of the allocator's test (alloc_ptrace.h). White-box: the static

@@ -20,7 +20,9 @@
  *            gets A (and unlocks it) only when nobody holds it, else
  *            -EDEADLK (the interrupted code holds or is acquiring it) or,
  *            in the timeout operation only, -ETIMEDOUT;
- *   OTHER    rqspin_lock(C), a lock nobody else uses: always 0.
+ *   OTHER    rqspin_lock(C), a lock nobody else uses: always 0;
+ *   NESTED   rqspin_lock(D), which a helper holds until somebody waits:
+ *            a slow path nested in the interrupted one, always 0.
  * Checked: every owner of A is alone (an owner word set by exchange),
  * each operation's own result is what it is without the handler, and
  * after each run both words are 0, the thread's held table is empty and
@@ -90,8 +92,8 @@ static bool trylk(rqspinlock_t *l)
 }
 #endif
 
-enum { MODE_SAME = 0, MODE_OTHER, NMODES };
-static const char *const mode_name[NMODES] = { "same", "other" };
+enum { MODE_SAME = 0, MODE_OTHER, MODE_NESTED, NMODES };
+static const char *const mode_name[NMODES] = { "same", "other", "nested" };
 
 static const char *volatile g_opname = "start";
 static volatile long g_again __attribute__((aligned(8)));
@@ -99,6 +101,9 @@ static volatile int g_mode = MODE_SAME;
 static volatile bool g_timeout_op; /* the handler may time out on A */
 
 static rqspinlock_t A = RQSPINLOCK_INIT, B = RQSPINLOCK_INIT, C = RQSPINLOCK_INIT;
+/* Held by the D helper, which lets go whenever somebody waits on it. */
+static rqspinlock_t D = RQSPINLOCK_INIT;
+static _Atomic bool g_d_stop, g_d_holding;
 
 /* Who holds A: 0 nobody, 1 main, 2 handler, 3 helper 1, 4 helper 2. */
 static _Atomic int g_owner;
@@ -149,6 +154,23 @@ static void on_inject(int sig)
 
 	(void)sig;
 	atomic_fetch_add(&g_handler_calls, 1);
+	if (g_mode == MODE_NESTED) {
+		/* A slow path of our own (D is held) nested in whatever the
+		 * interrupted code was doing: the next MCS node, or for a
+		 * resilient lock the no-node path. */
+		r = lk(&D, 30 * RU_SEC);
+		if (r != 0) {
+			char buf[120];
+
+			snprintf(buf, sizeof(buf), "handler: lock(D) gave %s in \"%s\"\n",
+				 ru_err_name(r), g_opname);
+			tu_write_str(buf);
+			abort();
+		}
+		ulk(&D);
+		errno = e;
+		return;
+	}
 	if (g_mode == MODE_OTHER) {
 		r = lk(&C, 30 * RU_SEC);
 		if (r != 0) {
@@ -254,6 +276,24 @@ static void *helper_main(void *arg)
 		atomic_store(&h->cmd, H_IDLE);
 		atomic_store(&h->busy, false);
 	}
+}
+
+/* Keeps D held, except while somebody (a handler) waits on it. */
+static void *d_helper_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&g_d_stop)) {
+		CHECK_EQ_U64(lk(&D, 30 * RU_SEC), 0);
+		atomic_store(&g_d_holding, true);
+		while (!(ru_word(&D) & ~RU_LOCKED_MASK) && !atomic_load(&g_d_stop))
+			sched_yield();
+		atomic_store(&g_d_holding, false);
+		ulk(&D);
+		/* let the waiter have it before we take it again */
+		while (ru_word(&D) != 0 && !atomic_load(&g_d_stop))
+			sched_yield();
+	}
+	return NULL;
 }
 
 static void helper_do(struct helper *h, int cmd)
@@ -409,6 +449,7 @@ static void op_aa(void)
 static void child_main(void)
 {
 	struct sigaction sa = { .sa_handler = on_inject };
+	pthread_t d_helper;
 
 	CHECK(sigaction(STEP_SIG_INJECT, &sa, NULL) == 0);
 	signal(STEP_SIG_BEGIN, SIG_IGN);
@@ -430,6 +471,8 @@ static void child_main(void)
 		}
 	}
 #endif
+	d_helper = tu_thread_start(d_helper_main, NULL);
+	RU_WAIT_FOR(atomic_load(&g_d_holding), 60, "D helper holds D");
 	for (int mode = 0; mode < NMODES; mode++) {
 		g_mode = mode;
 		op_fast();
@@ -441,12 +484,15 @@ static void child_main(void)
 #endif
 		op_aa();
 	}
+	atomic_store(&g_d_stop, true);
+	tu_thread_join(d_helper);
+	CHECK_EQ_U64(ru_word(&D), 0);
 	for (int i = 0; i < 2; i++) {
 		atomic_store(&g_h[i].cmd, H_QUIT);
 		tu_thread_join(g_h[i].th);
 	}
 	fprintf(stderr,
-		"child: %lu handler calls: A taken %lu, AA %lu, timed out %lu (the rest: C)\n",
+		"child: %lu handler calls: A taken %lu, AA %lu, timed out %lu (the rest: C or D)\n",
 		atomic_load(&g_handler_calls), atomic_load(&g_handler_got),
 		atomic_load(&g_handler_aa), atomic_load(&g_handler_timeout));
 	exit(0);
