@@ -1036,11 +1036,13 @@ static bool prepare(const struct bench_opts *bo)
  * fillers). Per owner count n, thread count and method, run: building,
  * WARM_PASSES passes and the two get jobs, at least gets = 1M (quick 250K)
  * per job, create and destroy, ~7 ns per operation while the owners fit in
- * the caches (1K) rising geometrically to ~220 ns at 100K and more, and
+ * the caches (1K) rising geometrically to ~50 ns at 100K and more, and
  * ~20 ms a run per thread (threads, the barriers of the teardown); a point
  * with 2 threads takes twice the time of 1 (the machine is shared). The
  * memory part: 9 values per owner, each created and destroyed in both
- * structures, with grace-period waits: about 10 us a value for both.
+ * structures, with grace-period waits: about 3.5 us a value for both.
+ * (Re-measured idle: the earlier 220 ns and 10 us were taken on a loaded
+ * machine and made the idle --quick estimate 35 s for a 12 s run.)
  */
 static double maps_cost_s(void)
 {
@@ -1058,7 +1060,7 @@ static double point_cost_s(double n, unsigned nthreads)
 			 2 * (gets > n ? gets : n) + 4 * n;
 	unsigned runs = n >= 1000000 && !reps_given ? 1 : (unsigned)reps;
 	double scale = log10(n / 1000) / 2;
-	double op_s = 7e-9 * pow(220.0 / 7.0, scale < 0 ? 0 : scale > 1 ? 1 : scale);
+	double op_s = 7e-9 * pow(50.0 / 7.0, scale < 0 ? 0 : scale > 1 ? 1 : scale);
 
 	return nthreads * M_N * runs * (per_run * op_s + 0.02);
 }
@@ -1071,7 +1073,7 @@ static double estimate_s(const struct bench_opts *bo)
 	for (size_t ti = 0; ti < cfg.nthreads; ti++)
 		for (size_t i = 0; i < cfg.nowners; i++)
 			s += point_cost_s(cfg.owners[i], cfg.threads[ti]);
-	s += (double)cfg.mem_owners * (1 + MEM_MAPS) * 10e-6;
+	s += (double)cfg.mem_owners * (1 + MEM_MAPS) * 3.5e-6;
 	return s;
 }
 
