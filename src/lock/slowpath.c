@@ -332,6 +332,28 @@ static bool pending_looks_ghost(const struct rqspin_thread *self, lockword_t *l)
 	       rqs_deadlock_waiter(NULL, l, RQS_TABLE_RETIRED, ROLE_PENDING);
 }
 
+static inline bool is_ghost(const struct rqspin_slot *s)
+{
+	return atomic_load_explicit(&s->state, memory_order_relaxed) == RQS_TABLE_RETIRED;
+}
+
+/* The ghosts' ROLE_PENDING for l become ROLE_NONE, in one pass over the
+ * registry (signals are blocked meanwhile). relaxed: read under the repair
+ * flag (its release drop publishes them) or by pre-checks that only
+ * filter. */
+static void ghost_roles_retire(const lockword_t *l)
+{
+	uint32_t n = rqs_registry_high_water(), i;
+
+	for (i = 0; i < n; i++) {
+		struct rqspin_slot *s = rqs_registry_slot(i);
+
+		if (s && is_ghost(s) && held_waiting_for(&s->t) == (const void *)l &&
+		    atomic_load_explicit(&s->t.role, memory_order_relaxed) == ROLE_PENDING)
+			atomic_store_explicit(&s->t.role, ROLE_NONE, memory_order_relaxed);
+	}
+}
+
 /*
  * In a forked child: clear l's pending bit when a vanished thread left it.
  * The bit names no owner, so "a ghost's" is a judgement from the tables
@@ -365,7 +387,6 @@ static bool pending_looks_ghost(const struct rqspin_thread *self, lockword_t *l)
  */
 static bool pending_repair(const struct rqspin_thread *self, lockword_t *l)
 {
-	struct rqspin_thread *g;
 	sigset_t all, old;
 	uint32_t val;
 	bool cleared = false;
@@ -385,12 +406,7 @@ static bool pending_repair(const struct rqspin_thread *self, lockword_t *l)
 			while ((val & RQSPIN__PENDING_MASK) &&
 			       !word_cas(l, &val, val & ~RQSPIN__PENDING_MASK, memory_order_relaxed))
 				;
-			/* relaxed: read under the flag (its release drop
-			 * publishes them) or by pre-checks that only filter.
-			 * Bounded: each round retires one ghost's role. */
-			while ((g = (struct rqspin_thread *)rqs_deadlock_waiter(NULL, l, RQS_TABLE_RETIRED,
-									   ROLE_PENDING)))
-				atomic_store_explicit(&g->role, ROLE_NONE, memory_order_relaxed);
+			ghost_roles_retire(l);
 			cleared = true;
 		}
 		rqs_registry_repair_end();
@@ -625,11 +641,6 @@ static inline bool steal_once(lockword_t *l, bool *dead, bool barge)
 		}
 	}
 	return false;
-}
-
-static inline bool is_ghost(const struct rqspin_slot *s)
-{
-	return atomic_load_explicit(&s->state, memory_order_relaxed) == RQS_TABLE_RETIRED;
 }
 
 /* Wait in the queue until the predecessor hands over (MCS_GO) or tells us
