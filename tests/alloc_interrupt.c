@@ -41,8 +41,6 @@
  * own points, not at the interrupted instruction), so the test is skipped
  * there.
  */
-#include <sys/prctl.h>
-
 #include "alloc_ptrace.h"
 /* <sys/user.h> (register layouts) has a PAGE_SIZE of its own. */
 #undef PAGE_SHIFT
@@ -1078,17 +1076,11 @@ const char *__asan_default_options(void)
 }
 #endif
 
-static long peek(pid_t pid, const void *addr)
-{
-	errno = 0;
-	return ptrace(PTRACE_PEEKDATA, pid, (void *)addr, NULL);
-}
-
 static void describe(pid_t pid, uintptr_t pc)
 {
 	/* Same addresses in the forked child: its string pointers are ours. */
-	const char *name = (const char *)peek(pid, (const void *)&g_opname);
-	int mode = (int)peek(pid, (const void *)&g_mode);
+	const char *name = (const char *)step_peek(pid, (const void *)&g_opname);
+	int mode = (int)step_peek(pid, (const void *)&g_mode);
 
 	fprintf(stderr, "child died during \"%s\", handler %s, at pc %p\n", name ? name : "?",
 		mode >= 0 && mode < NMODES ? mode_name[mode] : "none", (void *)pc);
@@ -1098,8 +1090,8 @@ static struct stepper g_stepper;
 
 static void on_stretch(struct stepper *s, pid_t pid)
 {
-	const char *name = (const char *)peek(pid, (const void *)&g_opname);
-	int mode = (int)peek(pid, (const void *)&g_mode);
+	const char *name = (const char *)step_peek(pid, (const void *)&g_opname);
+	int mode = (int)step_peek(pid, (const void *)&g_mode);
 
 	struct timespec ts;
 
@@ -1113,8 +1105,6 @@ static void on_stretch(struct stepper *s, pid_t pid)
 int main(void)
 {
 	const char *v = getenv("RQSPIN_INTERRUPT_VISITS");
-	struct timespec t0, t1;
-	pid_t child;
 
 #if defined(TU_TSAN) || !STEP_SUPPORTED
 	printf("alloc_interrupt: skipped (%s)\n",
@@ -1132,35 +1122,5 @@ int main(void)
 	g_stepper.again = (long *)&g_again;
 	g_stepper.verbose = getenv("RQSPIN_INTERRUPT_VERBOSE") != NULL;
 	g_stepper.on_stretch = on_stretch;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	fflush(NULL);
-	child = fork();
-	CHECK(child >= 0);
-	if (child == 0) {
-		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) {
-			perror("PTRACE_TRACEME");
-			_exit(77);
-		}
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		raise(SIGSTOP);
-		child_main();
-	}
-	CHECK(stepper_run(&g_stepper, child, describe));
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("alloc_interrupt: %llu operations, %llu runs, %llu steps learnt, "
-	       "%llu interruptions, %llu positions not reached, %.1f s\n",
-	       (unsigned long long)g_stepper.st.stretches, (unsigned long long)g_stepper.st.runs,
-	       (unsigned long long)g_stepper.st.steps, (unsigned long long)g_stepper.st.injections,
-	       (unsigned long long)g_stepper.st.missed,
-	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-	if (WIFEXITED(g_stepper.st.status) && WEXITSTATUS(g_stepper.st.status) == 77) {
-		printf("alloc_interrupt: skipped (ptrace not permitted)\n");
-		return 77;
-	}
-	if (!WIFEXITED(g_stepper.st.status) || WEXITSTATUS(g_stepper.st.status) != 0) {
-		fprintf(stderr, "alloc_interrupt: child failed (status %#x, last pc %p)\n",
-			g_stepper.st.status, (void *)g_stepper.st.last_pc);
-		return 1;
-	}
-	return 0;
+	return stepper_main(&g_stepper, "alloc_interrupt", child_main, describe);
 }

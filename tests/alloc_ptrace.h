@@ -25,6 +25,7 @@
 #define RQSPIN_ALLOC_PTRACE_H
 
 #include <elf.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -429,6 +430,59 @@ static bool stepper_run(struct stepper *s, pid_t child, void (*describe)(pid_t, 
 		}
 		}
 	}
+}
+
+/* A word of the traced child (forked from us: same addresses). */
+static long step_peek(pid_t pid, const void *addr)
+{
+	errno = 0;
+	return ptrace(PTRACE_PEEKDATA, pid, (void *)addr, NULL);
+}
+
+/*
+ * The parent's side of an interrupt-anywhere test: fork the child, which
+ * runs child_main (it must exit) traced, step it with s (set up by the
+ * caller), and print the totals under name. Returns the test's exit
+ * status: 0, 1 when the child failed, 77 when ptrace is not permitted.
+ */
+static int stepper_main(struct stepper *s, const char *name, void (*child_main)(void),
+			void (*describe)(pid_t, uintptr_t))
+{
+	struct timespec t0, t1;
+	pid_t child;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	fflush(NULL);
+	child = fork();
+	CHECK(child >= 0);
+	if (child == 0) {
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) {
+			perror("PTRACE_TRACEME");
+			_exit(77);
+		}
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		raise(SIGSTOP);
+		child_main();
+		_exit(0);
+	}
+	CHECK(stepper_run(s, child, describe));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("%s: %llu operations, %llu runs, %llu steps learnt, %llu interruptions, "
+	       "%llu positions not reached, %.1f s\n",
+	       name, (unsigned long long)s->st.stretches, (unsigned long long)s->st.runs,
+	       (unsigned long long)s->st.steps, (unsigned long long)s->st.injections,
+	       (unsigned long long)s->st.missed,
+	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	if (WIFEXITED(s->st.status) && WEXITSTATUS(s->st.status) == 77) {
+		printf("%s: skipped (ptrace not permitted)\n", name);
+		return 77;
+	}
+	if (!WIFEXITED(s->st.status) || WEXITSTATUS(s->st.status) != 0) {
+		fprintf(stderr, "%s: child failed (status %#x, last pc %p)\n", name, s->st.status,
+			(void *)s->st.last_pc);
+		return 1;
+	}
+	return 0;
 }
 
 #endif /* RQSPIN_ALLOC_PTRACE_H */

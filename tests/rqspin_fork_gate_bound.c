@@ -33,14 +33,6 @@ static rqspinlock_t Z = RQSPINLOCK_INIT;
 static _Atomic int b_ret = 1;
 static _Atomic uint64_t b_ns;
 
-static void child_say(const char *what, int r)
-{
-	char buf[200];
-
-	snprintf(buf, sizeof(buf), "child: %s: %s\n", what, ru_err_name(r));
-	tu_write_str(buf);
-}
-
 static void *b_main(void *arg)
 {
 	uint64_t t0 = tu_now_ns();
@@ -72,7 +64,7 @@ static int child_main(void)
 
 	r = rqspin_lock(&L);
 	if (r != 0) {
-		child_say("lock L (want 0)", r);
+		ru_child_say("lock L (want 0)", r);
 		return 2;
 	}
 	if (!rqs_registry_repair_begin()) {
@@ -96,7 +88,7 @@ static int child_main(void)
 	atomic_store(&b_ret, 1);
 	tu_thread_join(tu_thread_start(b2_main, NULL));
 	if (atomic_load(&b_ret) != 0) {
-		child_say("B2 on L (want 0)", atomic_load(&b_ret));
+		ru_child_say("B2 on L (want 0)", atomic_load(&b_ret));
 		code = code ? code : 5;
 	}
 	if (ru_word(&L) != 0) {
@@ -109,9 +101,6 @@ static int child_main(void)
 int main(void)
 {
 	struct ru_actor x;
-	char buf[80];
-	pid_t pid;
-	int st;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	tu_watchdog(180);
@@ -119,13 +108,7 @@ int main(void)
 	RU_CHECK_RET(ru_actor_do(&x, RU_LOCK, &Z), 0); /* registers X */
 	RU_CHECK_RET(ru_actor_do(&x, RU_UNLOCK, &Z), 0);
 
-	pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0)
-		_exit(child_main());
-	st = ru_child_wait(pid, CHILD_LIMIT_MS);
-	RU_EXPECT(st == 0, "child %s", ru_child_status(st, buf, sizeof(buf)));
-	printf("child %s\n", ru_child_status(st, buf, sizeof(buf)));
+	ru_fork_run("rqspin_fork_gate_bound", child_main, CHILD_LIMIT_MS);
 	ru_actor_exit(&x);
 	RU_CHECK_RET(rqspin_lock(&L), 0);
 	rqspin_unlock(&L);

@@ -30,55 +30,15 @@
  * handler), like rqspin_fork_ghost.
  */
 #include "rqspin_util.h"
+#include "rqspin_fork_hidden.h"
 
-#define LONG_NS (30 * RU_SEC) /* no wait here may time out */
 #define CHILD_LIMIT_MS 60000  /* the child is killed after this: a hang */
 #define A_HEAD_START_US 300000
 
-static rqspinlock_t L = RQSPINLOCK_INIT;
-static rqspinlock_t M = RQSPINLOCK_INIT;
-
 /* ---- the child ------------------------------------------------------------- */
 
-static _Atomic int order;           /* acquisitions of L in the child's steps 5-6 */
-static _Atomic int b_order, a_order; /* 1-based, 0 = not yet */
-static _Atomic int b_ret = 1, a_ret = 1, h_ret = 1;
-static _Atomic bool in_handler;
-
-static void child_say(const char *what, int r)
-{
-	char buf[200];
-
-	snprintf(buf, sizeof(buf), "child: %s: %s\n", what, ru_err_name(r));
-	tu_write_str(buf);
-}
-
-/* B's handler: wait on M (held by C) while B is L's pending waiter. */
-static void on_usr1(int sig)
-{
-	int e = errno, r;
-
-	(void)sig;
-	atomic_store(&in_handler, true);
-	r = rqspin_lock_timeout(&M, LONG_NS);
-	if (r == 0)
-		rqspin_unlock(&M);
-	atomic_store(&h_ret, r);
-	errno = e;
-}
-
-static void *b_main(void *arg)
-{
-	int r = rqspin_lock_timeout(&L, LONG_NS);
-
-	(void)arg;
-	if (r == 0) {
-		atomic_store(&b_order, atomic_fetch_add(&order, 1) + 1);
-		rqspin_unlock(&L);
-	}
-	atomic_store(&b_ret, r);
-	return NULL;
-}
+static _Atomic int a_order; /* 1-based, 0 = not yet */
+static _Atomic int a_ret = 1;
 
 static void *a_main(void *arg)
 {
@@ -101,22 +61,15 @@ static int child_main(void)
 
 	r = rqspin_lock_timeout(&L, LONG_NS);
 	if (r != -EOWNERDEAD) {
-		child_say("takeover of L (want -EOWNERDEAD)", r);
+		ru_child_say("takeover of L (want -EOWNERDEAD)", r);
 		return 2;
 	}
 	r = rqspin_lock(&M);
 	if (r != 0) {
-		child_say("lock M (want 0)", r);
+		ru_child_say("lock M (want 0)", r);
 		return 2;
 	}
-	ru_set_handler(SIGUSR1, on_usr1);
-	bt = tu_thread_start(b_main, NULL);
-	RU_WAIT_FOR(ru_word(&L) & RU_PENDING_MASK, 30, "B pending on L");
-	tu_sleep_us(2000);
-	CHECK_OK(pthread_kill(bt, SIGUSR1));
-	RU_WAIT_FOR(atomic_load(&in_handler) && (ru_word(&M) & RU_PENDING_MASK), 30,
-		    "B's handler pending on M");
-	tu_sleep_us(2000);
+	bt = hidden_pending_start();
 
 	rqspin_unlock(&L);
 	got = rqspin_trylock(&L);
@@ -138,9 +91,9 @@ static int child_main(void)
 	tu_thread_join(bt);
 	tu_thread_join(at);
 	if (atomic_load(&h_ret) != 0 || atomic_load(&b_ret) != 0 || atomic_load(&a_ret) != 0) {
-		child_say("B's handler on M (want 0)", atomic_load(&h_ret));
-		child_say("B on L (want 0)", atomic_load(&b_ret));
-		child_say("A on L (want 0)", atomic_load(&a_ret));
+		ru_child_say("B's handler on M (want 0)", atomic_load(&h_ret));
+		ru_child_say("B on L (want 0)", atomic_load(&b_ret));
+		ru_child_say("A on L (want 0)", atomic_load(&a_ret));
 		code = code ? code : 5;
 	}
 	if (!code && !(atomic_load(&b_order) == 1 && atomic_load(&a_order) == 2)) {
@@ -161,9 +114,7 @@ static int child_main(void)
 int main(void)
 {
 	struct ru_actor x, g;
-	char buf[80];
-	pid_t pid;
-	int st, r;
+	int r;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	tu_watchdog(180);
@@ -175,13 +126,7 @@ int main(void)
 	RU_WAIT_FOR(ru_word(&L) & RU_PENDING_MASK, 30, "G pending on L");
 	tu_sleep_us(2000);
 
-	pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0)
-		_exit(child_main());
-	st = ru_child_wait(pid, CHILD_LIMIT_MS);
-	RU_EXPECT(st == 0, "child %s", ru_child_status(st, buf, sizeof(buf)));
-	printf("child %s\n", ru_child_status(st, buf, sizeof(buf)));
+	ru_fork_run("rqspin_fork_repair", child_main, CHILD_LIMIT_MS);
 
 	/* In the parent everything carries on. */
 	RU_CHECK_RET(ru_actor_do(&x, RU_UNLOCK, &L), 0);

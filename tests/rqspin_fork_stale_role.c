@@ -29,50 +29,13 @@
 #include "rqspin_util.h"
 
 #include "lock/registry.h"
+#include "rqspin_fork_hidden.h"
 
-#define LONG_NS (30 * RU_SEC) /* no wait here may time out */
 #define CHILD_LIMIT_MS 60000  /* the child is killed after this: a hang */
 
-static rqspinlock_t L = RQSPINLOCK_INIT;
-static rqspinlock_t M = RQSPINLOCK_INIT;
 static rqspinlock_t Z = RQSPINLOCK_INIT;
 
 /* ---- the child ------------------------------------------------------------- */
-
-static _Atomic int b_ret = 1, h_ret = 1;
-static _Atomic bool in_handler;
-
-static void child_say(const char *what, int r)
-{
-	char buf[200];
-
-	snprintf(buf, sizeof(buf), "child: %s: %s\n", what, ru_err_name(r));
-	tu_write_str(buf);
-}
-
-static void on_usr1(int sig)
-{
-	int e = errno, r;
-
-	(void)sig;
-	atomic_store(&in_handler, true);
-	r = rqspin_lock_timeout(&M, LONG_NS);
-	if (r == 0)
-		rqspin_unlock(&M);
-	atomic_store(&h_ret, r);
-	errno = e;
-}
-
-static void *b_main(void *arg)
-{
-	int r = rqspin_lock_timeout(&L, LONG_NS);
-
-	(void)arg;
-	if (r == 0)
-		rqspin_unlock(&L);
-	atomic_store(&b_ret, r);
-	return NULL;
-}
 
 static int child_main(void)
 {
@@ -87,17 +50,10 @@ static int child_main(void)
 	if (r == 0)
 		r = rqspin_lock(&M);
 	if (r != 0) {
-		child_say("lock L and M (want 0)", r);
+		ru_child_say("lock L and M (want 0)", r);
 		return 2;
 	}
-	ru_set_handler(SIGUSR1, on_usr1);
-	bt = tu_thread_start(b_main, NULL);
-	RU_WAIT_FOR(ru_word(&L) & RU_PENDING_MASK, 30, "B pending on L");
-	tu_sleep_us(2000);
-	CHECK_OK(pthread_kill(bt, SIGUSR1));
-	RU_WAIT_FOR(atomic_load(&in_handler) && (ru_word(&M) & RU_PENDING_MASK), 30,
-		    "B's handler pending on M");
-	tu_sleep_us(2000);
+	bt = hidden_pending_start();
 
 	rqspin_unlock(&L);
 	if (rqspin_trylock(&L)) {
@@ -110,8 +66,8 @@ static int child_main(void)
 	rqspin_unlock(&M);
 	tu_thread_join(bt);
 	if (atomic_load(&h_ret) != 0 || atomic_load(&b_ret) != 0) {
-		child_say("B's handler on M (want 0)", atomic_load(&h_ret));
-		child_say("B on L (want 0)", atomic_load(&b_ret));
+		ru_child_say("B's handler on M (want 0)", atomic_load(&h_ret));
+		ru_child_say("B on L (want 0)", atomic_load(&b_ret));
 		code = code ? code : 4;
 	}
 	if (ru_word(&L) != 0 || ru_word(&M) != 0) {
@@ -154,23 +110,14 @@ static void *g_main(void *arg)
 int main(void)
 {
 	pthread_t gt;
-	char buf[80];
-	pid_t pid;
-	int st;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	tu_watchdog(180);
 	gt = tu_thread_start(g_main, NULL);
 	RU_WAIT_FOR(atomic_load(&g_stage) == 1, 30, "G's role shown");
 
-	pid = fork();
-	CHECK(pid >= 0);
-	if (pid == 0)
-		_exit(child_main());
+	ru_fork_run("rqspin_fork_stale_role", child_main, CHILD_LIMIT_MS);
 	atomic_store(&g_stage, 2);
-	st = ru_child_wait(pid, CHILD_LIMIT_MS);
-	RU_EXPECT(st == 0, "child %s", ru_child_status(st, buf, sizeof(buf)));
-	printf("child %s\n", ru_child_status(st, buf, sizeof(buf)));
 	tu_thread_join(gt);
 
 	/* In the parent the locks work as before. */

@@ -41,8 +41,6 @@
  * Registered NO_TSAN (TSan runs handlers at its own points); skipped where
  * ptrace is not permitted and under qemu.
  */
-#include <sys/prctl.h>
-
 #include "alloc_ptrace.h"
 #include "lock/registry.h"
 #include "rqspin_util.h"
@@ -230,6 +228,15 @@ static bool a_has_waiter(bool want_tail)
 	return want_tail ? (v & RU_TAIL_MASK) != 0 : (v & ~RU_LOCKED_MASK) != 0;
 }
 
+/* The helpers lock with rqspin_lock_timeout and a long timeout in both
+ * builds: a helper may wait on the main thread while the tracer single-
+ * steps it, which can outlast the shim's default timeout on a busy
+ * machine (its error policy would then fail the helper's call). */
+static int helper_lock(rqspinlock_t *l)
+{
+	return rqspin_lock_timeout(l, 30 * RU_SEC);
+}
+
 static void *helper_main(void *arg)
 {
 	struct helper *h = arg;
@@ -247,13 +254,13 @@ static void *helper_main(void *arg)
 			if (atomic_load(&h->holding)) {
 				disown(h->id);
 				atomic_store(&h->holding, false);
-				ulk(&A);
+				rqspin_unlock(&A);
 			}
 			atomic_store(&h->cmd, H_IDLE);
 			atomic_store(&h->busy, false);
 			continue;
 		}
-		CHECK_EQ_U64(lk(&A, 30 * RU_SEC), 0);
+		CHECK_EQ_U64(helper_lock(&A), 0);
 		own(h->id);
 		atomic_store(&h->holding, true);
 		if (cmd == H_HOLD) {
@@ -272,7 +279,7 @@ static void *helper_main(void *arg)
 				sched_yield();
 		disown(h->id);
 		atomic_store(&h->holding, false);
-		ulk(&A);
+		rqspin_unlock(&A);
 		atomic_store(&h->cmd, H_IDLE);
 		atomic_store(&h->busy, false);
 	}
@@ -283,12 +290,12 @@ static void *d_helper_main(void *arg)
 {
 	(void)arg;
 	while (!atomic_load(&g_d_stop)) {
-		CHECK_EQ_U64(lk(&D, 30 * RU_SEC), 0);
+		CHECK_EQ_U64(helper_lock(&D), 0);
 		atomic_store(&g_d_holding, true);
 		while (!(ru_word(&D) & ~RU_LOCKED_MASK) && !atomic_load(&g_d_stop))
 			sched_yield();
 		atomic_store(&g_d_holding, false);
-		ulk(&D);
+		rqspin_unlock(&D);
 		/* let the waiter have it before we take it again */
 		while (ru_word(&D) != 0 && !atomic_load(&g_d_stop))
 			sched_yield();
@@ -509,16 +516,10 @@ const char *__asan_default_options(void)
 }
 #endif
 
-static long peek(pid_t pid, const void *addr)
-{
-	errno = 0;
-	return ptrace(PTRACE_PEEKDATA, pid, (void *)addr, NULL);
-}
-
 static void describe(pid_t pid, uintptr_t pc)
 {
-	const char *name = (const char *)peek(pid, (const void *)&g_opname);
-	int mode = (int)peek(pid, (const void *)&g_mode);
+	const char *name = (const char *)step_peek(pid, (const void *)&g_opname);
+	int mode = (int)step_peek(pid, (const void *)&g_mode);
 
 	fprintf(stderr, "child died during \"%s\", handler %s, at pc %p\n", name ? name : "?",
 		mode >= 0 && mode < NMODES ? mode_name[mode] : "?", (void *)pc);
@@ -528,8 +529,8 @@ static struct stepper g_stepper;
 
 static void on_stretch(struct stepper *s, pid_t pid)
 {
-	const char *name = (const char *)peek(pid, (const void *)&g_opname);
-	int mode = (int)peek(pid, (const void *)&g_mode);
+	const char *name = (const char *)step_peek(pid, (const void *)&g_opname);
+	int mode = (int)step_peek(pid, (const void *)&g_mode);
 
 	fprintf(stderr, "  %-30s %-6s %5u positions (%llu runs, %llu missed so far)\n", name,
 		mode >= 0 && mode < NMODES ? mode_name[mode] : "?", s->npos,
@@ -538,9 +539,6 @@ static void on_stretch(struct stepper *s, pid_t pid)
 
 int main(void)
 {
-	struct timespec t0, t1;
-	pid_t child;
-
 #if defined(TU_TSAN) || !STEP_SUPPORTED
 	printf(TEST_NAME ": skipped (%s)\n",
 	       STEP_SUPPORTED ? "ThreadSanitizer delays signal handlers"
@@ -552,35 +550,5 @@ int main(void)
 	g_stepper.again = (long *)&g_again;
 	g_stepper.verbose = getenv("RQSPIN_INTERRUPT_VERBOSE") != NULL;
 	g_stepper.on_stretch = on_stretch;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	fflush(NULL);
-	child = fork();
-	CHECK(child >= 0);
-	if (child == 0) {
-		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0) {
-			perror("PTRACE_TRACEME");
-			_exit(77);
-		}
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		raise(SIGSTOP);
-		child_main();
-	}
-	CHECK(stepper_run(&g_stepper, child, describe));
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf(TEST_NAME ": %llu operations, %llu runs, %llu steps learnt, "
-	       "%llu interruptions, %llu positions not reached, %.1f s\n",
-	       (unsigned long long)g_stepper.st.stretches, (unsigned long long)g_stepper.st.runs,
-	       (unsigned long long)g_stepper.st.steps, (unsigned long long)g_stepper.st.injections,
-	       (unsigned long long)g_stepper.st.missed,
-	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-	if (WIFEXITED(g_stepper.st.status) && WEXITSTATUS(g_stepper.st.status) == 77) {
-		printf(TEST_NAME ": skipped (ptrace not permitted)\n");
-		return 77;
-	}
-	if (!WIFEXITED(g_stepper.st.status) || WEXITSTATUS(g_stepper.st.status) != 0) {
-		fprintf(stderr, TEST_NAME ": child failed (status %#x, last pc %p)\n",
-			g_stepper.st.status, (void *)g_stepper.st.last_pc);
-		return 1;
-	}
-	return 0;
+	return stepper_main(&g_stepper, TEST_NAME, child_main, describe);
 }

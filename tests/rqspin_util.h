@@ -434,4 +434,33 @@ static inline const char *ru_child_status(int st, char *buf, size_t len)
 	return buf;
 }
 
+/* Fork; the child returns fn()'s value as its exit status. The parent
+ * waits up to limit_ms (ru_child_wait), expects exit 0, prints the status
+ * under tag and returns it. */
+static inline int ru_fork_run(const char *tag, int (*fn)(void), unsigned limit_ms)
+{
+	char buf[80];
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0)
+		_exit(fn());
+	st = ru_child_wait(pid, limit_ms);
+	RU_EXPECT(st == 0, "%s: child %s", tag, ru_child_status(st, buf, sizeof(buf)));
+	printf("%s: child %s\n", tag, ru_child_status(st, buf, sizeof(buf)));
+	return st;
+}
+
+/* In a fork child (async-signal-safe output): "child: what: <errno name>". */
+static inline void ru_child_say(const char *what, int r)
+{
+	char buf[200];
+
+	snprintf(buf, sizeof(buf), "child: %s: %s\n", what, ru_err_name(r));
+	tu_write_str(buf);
+}
+
 #endif /* RQSPIN_TEST_RQSPIN_UTIL_H */
