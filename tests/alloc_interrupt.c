@@ -1065,42 +1065,9 @@ static void child_main(void)
 	exit(0);
 }
 
-/* ---- the parent ----------------------------------------------------------- */
-
-#ifdef TU_ASAN
-/* LeakSanitizer cannot work in a traced process. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-	return "detect_leaks=0";
-}
-#endif
-
-static void describe(pid_t pid, uintptr_t pc)
-{
-	/* Same addresses in the forked child: its string pointers are ours. */
-	const char *name = (const char *)step_peek(pid, (const void *)&g_opname);
-	int mode = (int)step_peek(pid, (const void *)&g_mode);
-
-	fprintf(stderr, "child died during \"%s\", handler %s, at pc %p\n", name ? name : "?",
-		mode >= 0 && mode < NMODES ? mode_name[mode] : "none", (void *)pc);
-}
+/* ---- the parent ------------------------------------------------------------- */
 
 static struct stepper g_stepper;
-
-static void on_stretch(struct stepper *s, pid_t pid)
-{
-	const char *name = (const char *)step_peek(pid, (const void *)&g_opname);
-	int mode = (int)step_peek(pid, (const void *)&g_mode);
-
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	fprintf(stderr, "  %-45s %-6s %5u positions (%llu runs, %llu missed so far) %ld.%03ld\n",
-		name, mode >= 0 && mode < NMODES ? mode_name[mode] : "none", s->npos,
-		(unsigned long long)s->st.runs, (unsigned long long)s->st.missed, (long)ts.tv_sec,
-		ts.tv_nsec / 1000000);
-}
 
 int main(void)
 {
@@ -1121,6 +1088,9 @@ int main(void)
 	g_stepper.max_steps = 400000000ull;
 	g_stepper.again = (long *)&g_again;
 	g_stepper.verbose = getenv("RQSPIN_INTERRUPT_VERBOSE") != NULL;
-	g_stepper.on_stretch = on_stretch;
-	return stepper_main(&g_stepper, "alloc_interrupt", child_main, describe);
+	step_labels.opname = &g_opname;
+	step_labels.mode = &g_mode;
+	step_labels.mode_names = mode_name;
+	step_labels.nmodes = NMODES;
+	return stepper_main(&g_stepper, "alloc_interrupt", child_main);
 }

@@ -439,14 +439,73 @@ static long step_peek(pid_t pid, const void *addr)
 	return ptrace(PTRACE_PEEKDATA, pid, (void *)addr, NULL);
 }
 
+/* LeakSanitizer cannot work in a traced process (the header is included
+ * once per test program). */
+#if defined(__SANITIZE_ADDRESS__)
+#define STEP_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STEP_ASAN 1
+#endif
+#endif
+#ifdef STEP_ASAN
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+	return "detect_leaks=0";
+}
+#endif
+
+/* What the parent reads of the child to say where it was: the name of
+ * the operation under way and the handler's mode (the child's variables;
+ * same addresses), and the modes' names. Set before stepper_main. */
+static struct {
+	const char *const volatile *opname;
+	const volatile int *mode;
+	const char *const *mode_names;
+	int nmodes;
+} step_labels;
+
+static const char *step_label_mode(pid_t pid)
+{
+	int mode = (int)step_peek(pid, (const void *)step_labels.mode);
+
+	return mode >= 0 && mode < step_labels.nmodes ? step_labels.mode_names[mode] : "none";
+}
+
+static const char *step_label_op(pid_t pid)
+{
+	const char *name = (const char *)step_peek(pid, (const void *)step_labels.opname);
+
+	return name ? name : "?";
+}
+
+/* The child died of a signal at pc. */
+static void step_describe(pid_t pid, uintptr_t pc)
+{
+	fprintf(stderr, "child died during \"%s\", handler %s, at pc %p\n", step_label_op(pid),
+		step_label_mode(pid), (void *)pc);
+}
+
+/* A stretch is done (verbose). */
+static void step_on_stretch(struct stepper *s, pid_t pid)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	fprintf(stderr, "  %-45s %-6s %5u positions (%llu runs, %llu missed so far) %ld.%03ld\n",
+		step_label_op(pid), step_label_mode(pid), s->npos,
+		(unsigned long long)s->st.runs, (unsigned long long)s->st.missed,
+		(long)ts.tv_sec, ts.tv_nsec / 1000000);
+}
+
 /*
  * The parent's side of an interrupt-anywhere test: fork the child, which
  * runs child_main (it must exit) traced, step it with s (set up by the
- * caller), and print the totals under name. Returns the test's exit
+ * caller; step_labels too), and print the totals under name. Returns the test's exit
  * status: 0, 1 when the child failed, 77 when ptrace is not permitted.
  */
-static int stepper_main(struct stepper *s, const char *name, void (*child_main)(void),
-			void (*describe)(pid_t, uintptr_t))
+static int stepper_main(struct stepper *s, const char *name, void (*child_main)(void))
 {
 	struct timespec t0, t1;
 	pid_t child;
@@ -465,7 +524,8 @@ static int stepper_main(struct stepper *s, const char *name, void (*child_main)(
 		child_main();
 		_exit(0);
 	}
-	CHECK(stepper_run(s, child, describe));
+	s->on_stretch = step_on_stretch;
+	CHECK(stepper_run(s, child, step_describe));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("%s: %llu operations, %llu runs, %llu steps learnt, %llu interruptions, "
 	       "%llu positions not reached, %.1f s\n",

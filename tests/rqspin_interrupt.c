@@ -507,35 +507,7 @@ static void child_main(void)
 
 /* ---- the parent ------------------------------------------------------------- */
 
-#if defined(__SANITIZE_ADDRESS__)
-/* LeakSanitizer cannot work in a traced process. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-	return "detect_leaks=0";
-}
-#endif
-
-static void describe(pid_t pid, uintptr_t pc)
-{
-	const char *name = (const char *)step_peek(pid, (const void *)&g_opname);
-	int mode = (int)step_peek(pid, (const void *)&g_mode);
-
-	fprintf(stderr, "child died during \"%s\", handler %s, at pc %p\n", name ? name : "?",
-		mode >= 0 && mode < NMODES ? mode_name[mode] : "?", (void *)pc);
-}
-
 static struct stepper g_stepper;
-
-static void on_stretch(struct stepper *s, pid_t pid)
-{
-	const char *name = (const char *)step_peek(pid, (const void *)&g_opname);
-	int mode = (int)step_peek(pid, (const void *)&g_mode);
-
-	fprintf(stderr, "  %-30s %-6s %5u positions (%llu runs, %llu missed so far)\n", name,
-		mode >= 0 && mode < NMODES ? mode_name[mode] : "?", s->npos,
-		(unsigned long long)s->st.runs, (unsigned long long)s->st.missed);
-}
 
 int main(void)
 {
@@ -549,6 +521,9 @@ int main(void)
 	g_stepper.max_steps = 100000000ull;
 	g_stepper.again = (long *)&g_again;
 	g_stepper.verbose = getenv("RQSPIN_INTERRUPT_VERBOSE") != NULL;
-	g_stepper.on_stretch = on_stretch;
-	return stepper_main(&g_stepper, TEST_NAME, child_main, describe);
+	step_labels.opname = &g_opname;
+	step_labels.mode = &g_mode;
+	step_labels.mode_names = mode_name;
+	step_labels.nmodes = NMODES;
+	return stepper_main(&g_stepper, TEST_NAME, child_main);
 }
