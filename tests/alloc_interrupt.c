@@ -62,38 +62,21 @@ static const char *const mode_name[NMODES] = { "churn", "push", "trim" };
 /* ---- what the parent reads when the child dies ---------------------------- */
 
 static const char *volatile g_opname = "start";
-/* Set by the tracer at the end of a run: run the operation once more. */
-static volatile long g_again __attribute__((aligned(8)));
 
-static bool again(void)
-{
-	long a = g_again;
-
-	g_again = 0;
-	return a != 0;
-}
 static volatile int g_mode = MODE_NONE;
 static volatile size_t g_outer; /* size the interrupted call works on */
 
-static __thread pid_t t_tid;
-
-static void sig_self(int sig)
-{
-	if (!t_tid)
-		t_tid = (pid_t)syscall(SYS_gettid);
-	syscall(SYS_tgkill, getpid(), t_tid, sig);
-}
 
 static void stretch_begin(const char *name, size_t outer)
 {
 	g_opname = name;
 	g_outer = outer;
-	sig_self(STEP_SIG_BEGIN);
+	step_mark(STEP_SIG_BEGIN);
 }
 
 static void stretch_end(void)
 {
-	sig_self(STEP_SIG_END);
+	step_mark(STEP_SIG_END);
 }
 
 /* ---- objects the main flow holds ------------------------------------------ */
@@ -601,7 +584,7 @@ static void scenario_fast(void)
 			live_add(op_alloc("alloc fast path", n, k % 2 ? RQSPIN_ALLOC_ZERO : 0), n);
 			check_all();
 			live_free_all();
-		} while (again());
+		} while (step_again());
 		do {
 			int a = live_alloc(n);
 
@@ -609,7 +592,7 @@ static void scenario_fast(void)
 			op_free_live("free fast path", a);
 			check_all();
 			live_free_all();
-		} while (again());
+		} while (step_again());
 	}
 }
 
@@ -630,7 +613,7 @@ static void scenario_refill(void)
 			live_add(op_alloc("alloc refill (carve)", n, 0), n);
 			check_all();
 			live_free_all();
-		} while (again());
+		} while (step_again());
 		do {
 			heap_reset();
 			live_alloc(n);
@@ -639,7 +622,7 @@ static void scenario_refill(void)
 			live_add(op_alloc("alloc refill (page switch)", n, 0), n);
 			check_all();
 			live_free_all();
-		} while (again());
+		} while (step_again());
 		do {
 			heap_reset();
 			live_alloc(n);
@@ -649,7 +632,7 @@ static void scenario_refill(void)
 			op_free_live("free into a full page (partial)", live_off_current(n));
 			check_all();
 			live_free_all();
-		} while (again());
+		} while (step_again());
 		do {
 			heap_reset();
 			live_alloc(n);
@@ -662,7 +645,7 @@ static void scenario_refill(void)
 			live_add(op_alloc("alloc refill (partial page)", n, 0), n);
 			check_all();
 			live_free_all();
-		} while (again());
+		} while (step_again());
 	}
 }
 
@@ -705,7 +688,7 @@ static void scenario_retire(void)
 			op_free_live("free that retires a page", first);
 			check_all();
 			live_free_all();
-		} while (again());
+		} while (step_again());
 	}
 }
 
@@ -738,7 +721,7 @@ static void scenario_trim(void)
 			stretch_end();
 			check_all();
 			live_free_all();
-		} while (again());
+		} while (step_again());
 	}
 }
 
@@ -754,13 +737,13 @@ static void scenario_remote(void)
 		op_free("remote free (first: notify)", g_hbuf[0], 1024);
 		check_all();
 		rqspin_free_nolock(g_hbuf[1]);
-	} while (again());
+	} while (step_again());
 	do {
 		helper_do(H_ALLOC, 1024, 2);
 		rqspin_free_nolock(g_hbuf[0]);
 		op_free("remote free (page already queued)", g_hbuf[1], 1024);
 		check_all();
-	} while (again());
+	} while (step_again());
 	do {
 		/* every live object of our current page freed by the helper:
 		 * the last free queues the page (it may be empty), and trim
@@ -778,7 +761,7 @@ static void scenario_remote(void)
 		rqspin_alloc_trim();
 		stretch_end();
 		check_all();
-	} while (again());
+	} while (step_again());
 	do {
 		const size_t n = 2048; /* 32 per page */
 		int idx[33];
@@ -806,7 +789,7 @@ static void scenario_remote(void)
 		CHECK(pa->heap != rqs_alloc_tls_heap || pa->used != 30);
 		check_all();
 		live_free_all();
-	} while (again());
+	} while (step_again());
 notify:
 	do {
 		const size_t n = 2048; /* 32 per page */
@@ -828,7 +811,7 @@ notify:
 		live_add(op_alloc("alloc refill taking remote frees (notify)", n, 0), n);
 		check_all();
 		live_free_all();
-	} while (again());
+	} while (step_again());
 }
 
 static void scenario_large(void)
@@ -838,11 +821,11 @@ static void scenario_large(void)
 
 		check_all();
 		live_free(i);
-	} while (again());
+	} while (step_again());
 	do {
 		op_free_live("large free", live_alloc(100000));
 		check_all();
-	} while (again());
+	} while (step_again());
 }
 
 /* The shared reserve: a handler of a handler, with both its class and
@@ -897,7 +880,7 @@ static void scenario_reserve(void)
 		live_add(g_res_obj, RES_N);
 		check_all();
 		live_free_all();
-	} while (again());
+	} while (step_again());
 	do {
 		g_res_mark = false;
 		g_res_stage = 1;
@@ -908,7 +891,7 @@ static void scenario_reserve(void)
 		op_free("reserve free", g_res_obj, RES_N);
 		check_all();
 		live_free_all();
-	} while (again());
+	} while (step_again());
 }
 
 /* Free p as a handler does that finds its class busy: deferred. */
@@ -935,7 +918,7 @@ static void scenario_deferred(void)
 		op_free_live("free draining deferred frees", a);
 		check_all();
 		live_free_all();
-	} while (again());
+	} while (step_again());
 }
 
 /* A thread's exit: its heap is collected and abandoned. */
@@ -968,7 +951,7 @@ static void scenario_exit(void)
 		CHECK(obj_ok(keep, 1024, 99));
 		rqspin_free_nolock(keep);
 		check_all();
-	} while (again());
+	} while (step_again());
 	/* the last object of an exited thread's page comes back: its heap
 	 * is reaped by the freeing thread */
 	do {
@@ -979,19 +962,16 @@ static void scenario_exit(void)
 		CHECK(obj_ok(keep, 1024, 99));
 		op_free("remote free into an exited thread's heap (reap)", keep, 1024);
 		check_all();
-	} while (again());
+	} while (step_again());
 }
 
 /* ---- the child ------------------------------------------------------------ */
 
 static void child_main(void)
 {
-	struct sigaction sa = { .sa_handler = on_inject };
 	pthread_t helper;
 
-	CHECK(sigaction(STEP_SIG_INJECT, &sa, NULL) == 0);
-	signal(STEP_SIG_BEGIN, SIG_IGN);
-	signal(STEP_SIG_END, SIG_IGN);
+	step_child_signals(on_inject);
 	helper = tu_thread_start(helper_main, NULL);
 	rqspin_free_nolock(rqspin_malloc_nolock(1, 0));
 	for (int mode = 0; mode < NMODES; mode++) {
@@ -1086,7 +1066,6 @@ int main(void)
 	if (g_stepper.visits > 255)
 		g_stepper.visits = 255;
 	g_stepper.max_steps = 400000000ull;
-	g_stepper.again = (long *)&g_again;
 	g_stepper.verbose = getenv("RQSPIN_INTERRUPT_VERBOSE") != NULL;
 	step_labels.opname = &g_opname;
 	step_labels.mode = &g_mode;

@@ -26,6 +26,7 @@
 
 #include <elf.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -432,6 +433,44 @@ static bool stepper_run(struct stepper *s, pid_t child, void (*describe)(pid_t, 
 	}
 }
 
+/* ---- the child's side ---- */
+
+/* Set by the tracer at the end of a run: run the stretch once more. */
+static volatile long step_again_word __attribute__((aligned(8)));
+
+/* Whether to repeat the stretch just run (the loop's condition). */
+static bool step_again(void)
+{
+	long a = step_again_word;
+
+	step_again_word = 0;
+	return a != 0;
+}
+
+/* A marker for the tracer (STEP_SIG_BEGIN, STEP_SIG_END), to this very
+ * thread. */
+static void step_mark(int sig)
+{
+	static __thread pid_t tid;
+
+	if (!tid)
+		tid = (pid_t)syscall(SYS_gettid);
+	syscall(SYS_tgkill, getpid(), tid, sig);
+}
+
+/* The injected signal runs inject; the markers only stop us for the
+ * tracer. */
+static void step_child_signals(void (*inject)(int))
+{
+	struct sigaction sa = { .sa_handler = inject };
+
+	CHECK(sigaction(STEP_SIG_INJECT, &sa, NULL) == 0);
+	signal(STEP_SIG_BEGIN, SIG_IGN);
+	signal(STEP_SIG_END, SIG_IGN);
+}
+
+/* ---- the parent's side ---- */
+
 /* A word of the traced child (forked from us: same addresses). */
 static long step_peek(pid_t pid, const void *addr)
 {
@@ -525,6 +564,7 @@ static int stepper_main(struct stepper *s, const char *name, void (*child_main)(
 		_exit(0);
 	}
 	s->on_stretch = step_on_stretch;
+	s->again = (long *)&step_again_word;
 	CHECK(stepper_run(s, child, step_describe));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("%s: %llu operations, %llu runs, %llu steps learnt, %llu interruptions, "

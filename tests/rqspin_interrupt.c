@@ -94,7 +94,6 @@ enum { MODE_SAME = 0, MODE_OTHER, MODE_NESTED, NMODES };
 static const char *const mode_name[NMODES] = { "same", "other", "nested" };
 
 static const char *volatile g_opname = "start";
-static volatile long g_again __attribute__((aligned(8)));
 static volatile int g_mode = MODE_SAME;
 static volatile bool g_timeout_op; /* the handler may time out on A */
 
@@ -108,22 +107,7 @@ static _Atomic int g_owner;
 static _Atomic unsigned long g_handler_calls, g_handler_got, g_handler_aa,
 	g_handler_timeout;
 
-static bool again(void)
-{
-	long a = g_again;
 
-	g_again = 0;
-	return a != 0;
-}
-
-static __thread pid_t t_tid;
-
-static void sig_self(int sig)
-{
-	if (!t_tid)
-		t_tid = (pid_t)syscall(SYS_gettid);
-	syscall(SYS_tgkill, getpid(), t_tid, sig);
-}
 
 static void own(int who)
 {
@@ -332,27 +316,27 @@ static void check_clean(void)
 	CHECK_EQ_U64(me->nesting, 0);
 }
 
-/* One marked stretch per run (the stepper repeats it while again()). */
+/* One marked stretch per run (the stepper repeats it while step_again()). */
 static int main_lock_a(const char *name, uint64_t timeout)
 {
 	int r;
 
 	g_opname = name;
-	sig_self(STEP_SIG_BEGIN);
+	step_mark(STEP_SIG_BEGIN);
 	r = lk(&A, timeout);
 	if (r == 0)
 		own(1);
-	sig_self(STEP_SIG_END);
+	step_mark(STEP_SIG_END);
 	return r;
 }
 
 static void main_unlock_a(const char *name)
 {
 	g_opname = name;
-	sig_self(STEP_SIG_BEGIN);
+	step_mark(STEP_SIG_BEGIN);
 	disown(1);
 	ulk(&A);
-	sig_self(STEP_SIG_END);
+	step_mark(STEP_SIG_END);
 }
 
 static void lock_a(void)
@@ -373,12 +357,12 @@ static void op_fast(void)
 		CHECK_EQ_U64(main_lock_a("lock, free", 30 * RU_SEC), 0);
 		unlock_a();
 		check_clean();
-	} while (again());
+	} while (step_again());
 	do {
 		lock_a();
 		main_unlock_a("unlock, no waiter");
 		check_clean();
-	} while (again());
+	} while (step_again());
 }
 
 static void op_pending(void)
@@ -390,14 +374,14 @@ static void op_pending(void)
 		CHECK_EQ_U64(main_lock_a("lock, pending waiter", 30 * RU_SEC), 0);
 		unlock_a();
 		check_clean();
-	} while (again());
+	} while (step_again());
 	do {
 		lock_a();
 		helper_do(&g_h[1], H_WAIT_THEN_LOCK);
 		RU_WAIT_FOR(ru_word(&A) & RU_PENDING_MASK, 60, "helper 2 pending on A");
 		main_unlock_a("unlock, pending waiter");
 		check_clean();
-	} while (again());
+	} while (step_again());
 }
 
 static void op_queued(void)
@@ -410,7 +394,7 @@ static void op_queued(void)
 		CHECK_EQ_U64(main_lock_a("lock, queued", 30 * RU_SEC), 0);
 		unlock_a();
 		check_clean();
-	} while (again());
+	} while (step_again());
 }
 
 static void op_nonlifo(void)
@@ -418,14 +402,14 @@ static void op_nonlifo(void)
 	do {
 		lock_a();
 		g_opname = "lock B, unlock A, unlock B";
-		sig_self(STEP_SIG_BEGIN);
+		step_mark(STEP_SIG_BEGIN);
 		CHECK_EQ_U64(lk(&B, 30 * RU_SEC), 0);
 		disown(1);
 		ulk(&A);
 		ulk(&B);
-		sig_self(STEP_SIG_END);
+		step_mark(STEP_SIG_END);
 		check_clean();
-	} while (again());
+	} while (step_again());
 }
 
 #ifndef RQSPIN_INTERRUPT_SHIM
@@ -438,7 +422,7 @@ static void op_timeout(void)
 		CHECK_EQ_U64(main_lock_a("lock, timeout", RU_MS), (uint64_t)-ETIMEDOUT);
 		atomic_store(&g_h[0].cmd, H_RELEASE);
 		check_clean();
-	} while (again());
+	} while (step_again());
 	g_timeout_op = false;
 }
 #endif
@@ -450,17 +434,14 @@ static void op_aa(void)
 		CHECK_EQ_U64(main_lock_a("lock again (AA)", 30 * RU_SEC), (uint64_t)-EDEADLK);
 		unlock_a();
 		check_clean();
-	} while (again());
+	} while (step_again());
 }
 
 static void child_main(void)
 {
-	struct sigaction sa = { .sa_handler = on_inject };
 	pthread_t d_helper;
 
-	CHECK(sigaction(STEP_SIG_INJECT, &sa, NULL) == 0);
-	signal(STEP_SIG_BEGIN, SIG_IGN);
-	signal(STEP_SIG_END, SIG_IGN);
+	step_child_signals(on_inject);
 	for (int i = 0; i < 2; i++) {
 		g_h[i].id = 3 + i;
 		g_h[i].th = tu_thread_start(helper_main, &g_h[i]);
@@ -519,7 +500,6 @@ int main(void)
 #endif
 	g_stepper.visits = 1;
 	g_stepper.max_steps = 100000000ull;
-	g_stepper.again = (long *)&g_again;
 	g_stepper.verbose = getenv("RQSPIN_INTERRUPT_VERBOSE") != NULL;
 	step_labels.opname = &g_opname;
 	step_labels.mode = &g_mode;
