@@ -39,8 +39,10 @@ static _Atomic uint32_t in_use;
 static _Atomic uint32_t nfree;
 /* Set in a forked child whose parent had other threads. */
 static _Atomic bool ghosts;
-/* Held by a child thread while it repairs a ghost's pending bit. */
-static _Atomic bool repairing;
+/* The thread id of the child thread that repairs a ghost's pending bit
+ * now, or 0 (so that a waiter can tell a preempted repairer from a
+ * stopped one). */
+static _Atomic pid_t repairing;
 static pthread_key_t exit_key;
 static bool exit_key_ok;
 
@@ -68,22 +70,23 @@ bool rqs_registry_has_ghosts(void)
  * roles) are seen by this one, which reads them under the flag. */
 bool rqs_registry_repair_begin(void)
 {
-	bool clear = false;
+	pid_t clear = 0;
 
-	return atomic_compare_exchange_strong_explicit(&repairing, &clear, true,
+	return atomic_compare_exchange_strong_explicit(&repairing, &clear,
+						       (pid_t)rqs_os_gettid(),
 						       memory_order_acquire, memory_order_relaxed);
 }
 
 /* release: pairs with begin's acquire and busy's. */
 void rqs_registry_repair_end(void)
 {
-	atomic_store_explicit(&repairing, false, memory_order_release);
+	atomic_store_explicit(&repairing, 0, memory_order_release);
 }
 
 /* acquire: a thread that saw the flag drop sets the pending bit after the
  * repair's clearing CAS in the word's modification order (happens-before),
  * so the CAS cannot have read, and cleared, that thread's bit. */
-bool rqs_registry_repair_busy(void)
+pid_t rqs_registry_repair_busy(void)
 {
 	return atomic_load_explicit(&repairing, memory_order_acquire);
 }
@@ -322,7 +325,7 @@ static void atfork_child(void)
 	 * no repair (repairs block signals, so not from a handler either).
 	 * What the vanished repairer did or did not do is left as a repair
 	 * for the next one. */
-	atomic_store_explicit(&repairing, false, memory_order_relaxed);
+	atomic_store_explicit(&repairing, 0, memory_order_relaxed);
 }
 
 __attribute__((constructor)) static void registry_init(void)

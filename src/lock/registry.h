@@ -147,7 +147,7 @@ bool rqs_registry_has_ghosts(void);
  * are async-signal-safe. */
 bool rqs_registry_repair_begin(void);
 void rqs_registry_repair_end(void);
-bool rqs_registry_repair_busy(void);
+pid_t rqs_registry_repair_busy(void); /* the repairer's thread id, or 0 */
 
 /* Deadlock candidates: threads waiting for a lock while they hold another
  * (every member of a cycle is one). A bitmap by slot, set and cleared in

@@ -420,21 +420,24 @@ static bool pending_repair(const struct rqspin_thread *self, lockword_t *l)
  * while a repair is under way. The repairer runs a short straight-line
  * section with signals blocked, so this wait is short unless it was
  * preempted: spin, then yield, as wait_next does. It is bounded all the
- * same, by the call's timeout from here: a repairer that makes no
- * progress (stopped by a tracer, say) is an owner that makes none, and
- * the call fails with -ETIMEDOUT, its role taken back. Outside such a
- * child nothing: a thread that saw no ghosts and is then forked from its
- * own handler stored its role before the fork, so every repairer in the
- * child sees it. */
+ * same, by the call's timeout, with stalled()'s rule for the holder: a
+ * repairer that is runnable and has not yet used a whole timeout of CPU
+ * is only kept off the CPU (a busy machine), and the wait goes on; one
+ * that is stopped, blocked or gone, or that has used a timeout's CPU,
+ * makes no progress, and the call fails with -ETIMEDOUT, its role taken
+ * back. Outside such a child nothing: a thread that saw no ghosts and is
+ * then forked from its own handler stored its role before the fork, so
+ * every repairer in the child sees it. */
 static int pending_gate(struct waiter *w, uint32_t back_role)
 {
 	uint32_t spins = 0;
-	uint64_t until = 0, now;
+	uint64_t until = 0, now, cpu, cpu0 = 0;
+	pid_t r, seen = 0;
 
 	if (!w->res || !rqs_registry_has_ghosts())
 		return 0;
 	store_load_fence();
-	while (rqs_registry_repair_busy()) {
+	while ((r = rqs_registry_repair_busy()) != 0) {
 		if (++spins < SPIN_BUDGET) {
 			arch_cpu_relax();
 			continue;
@@ -443,11 +446,20 @@ static int pending_gate(struct waiter *w, uint32_t back_role)
 		if (!until) {
 			until = sat_add(now, w->timeout);
 		} else if (now >= until) {
-			set_role(w, back_role);
-			if (!w->start)
-				w->start = now;
-			w->event = RQSPIN_EV_TIMEOUT;
-			return -ETIMEDOUT;
+			cpu = rqs_stall_thread_state(r) == 'R' ? rqs_stall_thread_cpu_ns(r) : UINT64_MAX;
+			if (cpu != UINT64_MAX && (seen != r || cpu - cpu0 < w->timeout)) {
+				if (seen != r) {
+					seen = r;
+					cpu0 = cpu;
+				}
+				until = sat_add(now, w->timeout);
+			} else {
+				set_role(w, back_role);
+				if (!w->start)
+					w->start = now;
+				w->event = RQSPIN_EV_TIMEOUT;
+				return -ETIMEDOUT;
+			}
 		}
 		stat_inc(&w->self->stats.yielded);
 		rqs_os_yield();
