@@ -12,12 +12,17 @@
  * find any overlap. A long critical section lasts until the hand-off bit
  * appears in the word (at most 2 ms, a bound on the hold, not a check), and
  * counts it: the test requires that the bounded-barging path ran.
+ *
+ * First, deterministically: the fast path's byte CAS cannot see the
+ * hand-off bit, so it must leave a word that has it (barge_undo), for
+ * pthread_spin_trylock and for pthread_spin_lock alike.
  */
 #include <pthread.h>
 
 #include "test_util.h"
 
 #define THREADS 4
+#define PENDING_BIT (1u << 8)
 #define HANDOFF_BIT (1u << 9)
 
 static pthread_spinlock_t lock;
@@ -51,6 +56,42 @@ static void critical(bool long_hold)
 	shadow++;
 }
 
+static _Atomic int fast_got;
+
+static void *handoff_locker(void *arg)
+{
+	(void)arg;
+	CHECK(pthread_spin_lock(&lock) == 0);
+	atomic_store(&fast_got, 1);
+	CHECK(pthread_spin_unlock(&lock) == 0);
+	return NULL;
+}
+
+/* A free lock whose pending waiter asked for the hand-off: no barger may
+ * take it, not even for good after a successful byte CAS. The "waiter" is
+ * this thread, which writes the bits by hand and later gives up. */
+static void handoff_keeps_fast_path_out(void)
+{
+	pthread_t t;
+
+	CHECK(pthread_spin_init(&lock, PTHREAD_PROCESS_PRIVATE) == 0);
+	__atomic_store_n((uint32_t *)&lock, PENDING_BIT | HANDOFF_BIT, __ATOMIC_RELAXED);
+	CHECK(pthread_spin_trylock(&lock) == EBUSY);
+	CHECK_EQ_U64(word_of(&lock), PENDING_BIT | HANDOFF_BIT);
+	t = tu_thread_start(handoff_locker, NULL);
+	tu_sleep_us(20000);
+	/* It waits (queued behind the pending bit), and the locked byte is
+	 * free again: a fast path that kept the lock would have got it. */
+	CHECK(atomic_load(&fast_got) == 0);
+	CHECK_EQ_U64(word_of(&lock) & 0xffffu, PENDING_BIT | HANDOFF_BIT);
+	/* The waiter gives up its bits; the locker then gets the lock. */
+	__atomic_fetch_and((uint32_t *)&lock, ~(PENDING_BIT | HANDOFF_BIT), __ATOMIC_RELEASE);
+	tu_thread_join(t);
+	CHECK(atomic_load(&fast_got) == 1);
+	CHECK_EQ_U64(word_of(&lock), 0);
+	CHECK(pthread_spin_destroy(&lock) == 0);
+}
+
 static void *worker(void *arg)
 {
 	uint64_t iters = (uint64_t)(uintptr_t)arg;
@@ -73,6 +114,7 @@ int main(void)
 	pthread_t t[THREADS];
 	uint64_t iters = TU_ITERS(20000u);
 
+	handoff_keeps_fast_path_out();
 	CHECK(pthread_spin_init(&lock, PTHREAD_PROCESS_PRIVATE) == 0);
 	for (int i = 0; i < THREADS; i++)
 		CHECK(pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)iters) == 0);

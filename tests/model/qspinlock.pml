@@ -99,17 +99,17 @@
  * bit 9, inside the pending byte. Only the pending bit's holder sets it,
  * and every claim that clears the pending bit clears it too. A barger
  * takes a free lock whatever the pending bit and the tail say, unless h
- * is set: steal_once(.., barge) takes free or owner-dead, the fast path's
- * second CAS (shim_lock, shim_trylock) only free.
+ * is set: steal_once(.., barge) takes free or owner-dead, the fast path
+ * (shim_lock, shim_trylock) only free.
  */
 #define HANDOFF_VAL      512          /* RQSPIN__HANDOFF_VAL, 1 << 9 */
 #undef STEALABLE
 #ifndef MUTANT_BARGE_IGNORES_HANDOFF
 #define STEALABLE(w)     (((w) & HANDOFF_VAL) == 0 && FREE_OR_DEAD(w))
-#define BARGE_FAST(w)    (((w) & (LOCKED_MASK | HANDOFF_VAL)) == 0)
+#define BARGE_KEEP(w)    (((w) & HANDOFF_VAL) == 0)
 #else
 #define STEALABLE(w)     FREE_OR_DEAD(w)
-#define BARGE_FAST(w)    (((w) & LOCKED_MASK) == 0)
+#define BARGE_KEEP(w)    true
 #endif
 /*
  * wait_step()'s hand-off request: the holder of the pending bit sets h
@@ -522,19 +522,35 @@ inline lock_call(L, T, ISH)
 		INCALL(ISH, T, true);
 		FK(entry[T] = true);
 		if
+#ifndef BARGE
 		:: word[L] == 0 -> word[L] = LOCKED_VAL; goto acquired
-#ifdef BARGE
-		/* shim_lock(): the second CAS val -> val | LOCKED_VAL when val
-		 * has no locked byte and no h. Merged with the first: the
-		 * barging slow path reloads the word before it uses val, so
-		 * a second CAS that fails on a changed word leads to the
-		 * same states as the first one failing later. shim_trylock()
-		 * does the same two CASes (and nothing on failure). */
-		:: word[L] != 0 && BARGE_FAST(word[L]) -> word[L] = word[L] | LOCKED_VAL; goto acquired
+#else
+		/* shim_lock(), barge_fast(): a CAS of the locked byte alone
+		 * (whatever the pending byte and the tail say), then a load
+		 * of the pending byte: h set means leave again (barge_undo).
+		 * shim_trylock() does the same. */
+		:: (word[L] & LOCKED_MASK) == 0 -> word[L] = word[L] | LOCKED_VAL; goto barged
 #endif
 		:: else -> val = word[L]
 		fi
 	}
+#ifdef BARGE
+	goto slow_entry;
+barged:
+	if
+	:: atomic { BARGE_KEEP(word[L]) -> goto acquired }
+	:: atomic { !BARGE_KEEP(word[L]) -> skip }
+	fi;
+	/* barge_undo(): the CAS of our byte back to free, then the word for
+	 * the slow path. In the private protocol nobody else changes a held
+	 * locked byte, so the CAS always succeeds here. */
+	atomic {
+		assert((word[L] & LOCKED_MASK) == LOCKED_VAL);
+		word[L] = word[L] & ~LOCKED_MASK
+	};
+	val = word[L];
+slow_entry:
+#endif
 #ifdef RQSPIN
 	/* slowpath(): held_aa() on entry. Lock A is in the table of T for the
 	 * whole call of the interrupted code: a handler taking A fails at
