@@ -14,8 +14,8 @@
  * counts it: the test requires that the bounded-barging path ran.
  *
  * First, deterministically: the fast path's byte CAS cannot see the
- * hand-off bit, so it must leave a word that has it (barge_undo), for
- * pthread_spin_trylock and for pthread_spin_lock alike.
+ * hand-off bit, so the load before it must keep it off a word that has it,
+ * for pthread_spin_trylock and for pthread_spin_lock alike.
  */
 #include <pthread.h>
 
@@ -68,8 +68,8 @@ static void *handoff_locker(void *arg)
 }
 
 /* A free lock whose pending waiter asked for the hand-off: no barger may
- * take it, not even for good after a successful byte CAS. The "waiter" is
- * this thread, which writes the bits by hand and later gives up. */
+ * take it. The "waiter" is this thread, which writes the bits by hand and
+ * later gives up. */
 static void handoff_keeps_fast_path_out(void)
 {
 	pthread_t t;
@@ -81,7 +81,7 @@ static void handoff_keeps_fast_path_out(void)
 	t = tu_thread_start(handoff_locker, NULL);
 	tu_sleep_us(20000);
 	/* It waits (queued behind the pending bit), and the locked byte is
-	 * free again: a fast path that kept the lock would have got it. */
+	 * still free: a fast path that ignored the bit would have got it. */
 	CHECK(atomic_load(&fast_got) == 0);
 	CHECK_EQ_U64(word_of(&lock) & 0xffffu, PENDING_BIT | HANDOFF_BIT);
 	/* The waiter gives up its bits; the locker then gets the lock. */

@@ -525,31 +525,22 @@ inline lock_call(L, T, ISH)
 #ifndef BARGE
 		:: word[L] == 0 -> word[L] = LOCKED_VAL; goto acquired
 #else
-		/* shim_lock(), barge_fast(): a CAS of the locked byte alone
-		 * (whatever the pending byte and the tail say), then a load
-		 * of the pending byte: h set means leave again (barge_undo).
-		 * shim_trylock() does the same. */
-		:: (word[L] & LOCKED_MASK) == 0 -> word[L] = word[L] | LOCKED_VAL; goto barged
+		/* shim_lock(), barge_fast(): a load of the pending byte (h
+		 * set: the slow path), then, as a separate step, a CAS of the
+		 * locked byte alone, whatever the pending bit and the tail
+		 * say. shim_trylock() does the same. */
+		:: BARGE_KEEP(word[L]) -> val = 0
 #endif
 		:: else -> val = word[L]
 		fi
 	}
 #ifdef BARGE
-	goto slow_entry;
-barged:
 	if
-	:: atomic { BARGE_KEEP(word[L]) -> goto acquired }
-	:: atomic { !BARGE_KEEP(word[L]) -> skip }
+	:: atomic { val == 0 && (word[L] & LOCKED_MASK) == 0 ->
+		word[L] = word[L] | LOCKED_VAL; goto acquired }
+	:: atomic { val == 0 && (word[L] & LOCKED_MASK) != 0 -> val = word[L] }
+	:: val != 0 -> skip /* h was set: the slow path */
 	fi;
-	/* barge_undo(): the CAS of our byte back to free, then the word for
-	 * the slow path. In the private protocol nobody else changes a held
-	 * locked byte, so the CAS always succeeds here. */
-	atomic {
-		assert((word[L] & LOCKED_MASK) == LOCKED_VAL);
-		word[L] = word[L] & ~LOCKED_MASK
-	};
-	val = word[L];
-slow_entry:
 #endif
 #ifdef RQSPIN
 	/* slowpath(): held_aa() on entry. Lock A is in the table of T for the
