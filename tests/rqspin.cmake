@@ -34,6 +34,15 @@ rqspin_add_test(NAME rqspin_owner_dead SOURCES rqspin_owner_dead.c
 rqspin_add_test(NAME rqspin_stall SOURCES rqspin_stall.c
   TIMEOUT 120 LABELS rqspin unit)
 
+# A waiter that finds the thread it waits for gone (released and exited
+# between the held-table read and the /proc read) waits one more T instead
+# of failing (white-box: the holder's record given an exited thread's id).
+rqspin_add_test(NAME rqspin_stall_gone SOURCES rqspin_stall_gone.c LIBS rqspin_static
+  TIMEOUT 120 LABELS rqspin unit)
+if(TARGET rqspin_stall_gone)
+  target_include_directories(rqspin_stall_gone PRIVATE ${PROJECT_SOURCE_DIR}/src)
+endif()
+
 # Signal storm (the kernel's NMI stress): per-thread 1 ms timers whose
 # handlers take locks (AA, ABBA, nested ABBA, ABBCCA), 4 and 16 threads.
 rqspin_add_test(NAME rqspin_signal_storm SOURCES rqspin_signal_storm.c

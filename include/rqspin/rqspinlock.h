@@ -50,9 +50,11 @@
  *     waiters. An owner that keeps running without releasing fails them
  *     once it has used a whole budget (T, 2T, 4T) of CPU time since the
  *     first deadline: after at least 2T of waiting (pending waiter).
+ *   - gone (it exited since the tables named it: it released the lock
+ *     and left, and the lock is changing hands), or /proc not mounted:
+ *     one more budget of wall time, once per wait, then -ETIMEDOUT;
  *   - unknown (untracked holder, a thread without a registry slot, a lock
- *     used by another process, /proc not mounted): wall time, -ETIMEDOUT
- *     at the deadline.
+ *     used by another process): wall time, -ETIMEDOUT at the deadline.
  *
  * Held-lock table: each thread records the rqspinlocks it holds in a
  * 31-entry table (other threads read it to find deadlocks and stalls).

@@ -161,6 +161,7 @@ struct waiter {
 	/* The thread we wait for, while it runs past the deadline. */
 	pid_t stall_tid;
 	uint32_t stall_unknown; /* deadline checks in a row that found nobody */
+	bool stall_gone;   /* a blocker already found gone once (stalled) */
 	uint64_t stall_cpu0;
 	struct deadlock_chain chain; /* what the deadlock check found */
 };
@@ -227,6 +228,7 @@ static void wait_begin(struct waiter *w, uint64_t duration)
 	w->spins = 0;
 	w->stall_tid = 0;
 	w->stall_unknown = 0;
+	w->stall_gone = false;
 }
 
 /* Who keeps lock from us: its holder, or when it is free the pending
@@ -293,8 +295,23 @@ static bool stalled(struct waiter *w, uint64_t now)
 	w->stall_unknown = 0;
 	tid = atomic_load_explicit(&b->tid, memory_order_relaxed);
 	state = rqs_stall_thread_state(tid);
+	if (state == 0 || state == 'Z' || state == 'X') {
+		/* Gone (or no /proc). Most often it was found in the tables
+		 * a moment before it released the lock and exited: a holder
+		 * that exits holding a lock has it marked owner-dead, so the
+		 * lock is changing hands, and a busy machine can stretch
+		 * that moment to milliseconds between our two reads. Failing
+		 * here failed a queue head, and with it everybody queued
+		 * behind it, right as the lock came free. Give the wait one
+		 * more timeout of wall time, once per wait. */
+		if (w->stall_gone)
+			return true;
+		w->stall_gone = true;
+		w->deadline = sat_add(now, w->duration);
+		return false;
+	}
 	if (state != 'R')
-		return true; /* blocked, stopped, gone, or unknown */
+		return true; /* blocked or stopped */
 	cpu = rqs_stall_thread_cpu_ns(tid);
 	if (cpu == UINT64_MAX)
 		return true;

@@ -10,9 +10,13 @@
  *   - asleep, in uninterruptible sleep, stopped or traced: stalled now;
  *   - runnable or running: wait on; it counts as stalled once it has run
  *     for a whole wait budget of CPU time since the first deadline (an
- *     owner spinning forever while it runs).
- * Unknown owner (untracked, no registry slot, another process) or no
- * /proc: stalled (wall time, as before).
+ *     owner spinning forever while it runs);
+ *   - gone (exited since the tables named it), or /proc unreadable: one
+ *     more timeout of wall time, once per wait, then stalled (a thread
+ *     found in the tables just before it unlocked and exited is the usual
+ *     case, and the lock is changing hands).
+ * Unknown owner (untracked, no registry slot, another process): stalled
+ * (wall time, as before).
  */
 #ifndef RQSPIN_STALL_H
 #define RQSPIN_STALL_H
