@@ -76,6 +76,13 @@ if(TARGET alloc_interrupt)
   set_tests_properties(alloc_interrupt PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 
+# A page emptied by remote frees and then the owner's own frees leaves the
+# heap at the owner's last free (deterministic, through the statistics).
+rqspin_add_test(NAME alloc_page_empty SOURCES alloc_page_empty.c
+  TIMEOUT 60 LABELS alloc unit)
+rqspin_add_test(NAME alloc_page_empty_debug SOURCES alloc_page_empty.c LIBS rqspin_alloc_debug
+  TIMEOUT 60 LABELS alloc unit)
+
 # Exited threads' memory goes back without a trim (remote frees into their
 # abandoned heaps collect them). `alloc_exit_rss 10000 [--glibc]` prints
 # the RSS figures.

@@ -767,8 +767,9 @@ static void scenario_remote(void)
 		int idx[33];
 		struct page *pa;
 
-		/* a partial page whose objects all came back, the last one
-		 * freed by us: nobody queued it, trim retires it */
+		/* a partial page whose other objects all wait on its remote
+		 * list (too few remote frees to announce it): our free of its
+		 * last object finds them and retires the page */
 		heap_reset();
 		for (int i = 0; i < 33; i++)
 			idx[i] = live_alloc(n);
@@ -779,11 +780,14 @@ static void scenario_remote(void)
 		}
 		helper_do(H_FREE, n, 30); /* waits on the page, not queued */
 		pa = page_of((uintptr_t)g_live[idx[31]].p);
-		live_free(idx[31]);
-		CHECK(pa->heap == rqs_alloc_tls_heap && pa->used == 30);
-		stretch_begin("trim (a partial page emptied by remote frees)", 0);
-		rqspin_alloc_trim();
+		CHECK(pa->heap == rqs_alloc_tls_heap && pa->used == 31);
+		/* outer 0: the handlers' objects stay out of this class, whose
+		 * pages the next round lays out again */
+		CHECK(obj_ok(g_live[idx[31]].p, n, g_live[idx[31]].gen));
+		stretch_begin("free (the last object of a partial page, the others remote)", 0);
+		rqspin_free_nolock(g_live[idx[31]].p);
 		stretch_end();
+		g_live[idx[31]].p = NULL;
 		/* retired (a handler may have taken it again since, but not
 		 * with 30 objects in use) */
 		CHECK(pa->heap != rqs_alloc_tls_heap || pa->used != 30);

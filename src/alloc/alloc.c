@@ -58,7 +58,10 @@
  * queues it sets a NOTIFIED bit in the same word, so nobody queues it
  * twice; a page whose NOTIFIED bit is set is never recycled, so the late
  * queueing is safe. Dequeued, a full page takes its list and becomes
- * partial, an empty one is retired, any other just clears NOTIFIED.
+ * partial, an empty one is retired, any other just clears NOTIFIED. The
+ * owner's free into a page other than its current one compares the
+ * page's used count with the list's count, so the free that brings back
+ * the last objects of a page whose others came remotely retires it.
  *
  * Thread exit. A pthread key destructor (key created by a constructor)
  * collects what can be collected, returns empty pages and marks the heap
@@ -550,8 +553,8 @@ static ALLOC_FN __attribute__((noinline)) void free_remote(struct heap *me, stru
 static ALLOC_FN __attribute__((noinline)) void free_local_tail(struct heap *h, struct hclass *hc,
 								struct page *pg, struct block *old)
 {
-	/* A full page got a free object, or a page became empty. */
-	if (pg != hc->page && (!old || !pg->used))
+	/* A full page got a free object, or every object of a page is back. */
+	if (pg != hc->page && (!old || page_all_back(pg)))
 		rqs_free_local_slow(h, hc, pg);
 	busy_clear(&hc->busy);
 	if (atomic_load_explicit(&h->deferred, memory_order_relaxed) != NULL)
@@ -637,7 +640,7 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 	b->next = old;
 	pg->free = b;
 	page_used_set(pg, pg->used - 1);
-	if (RQS_UNLIKELY((pg != hc->page && (!old || !pg->used)) ||
+	if (RQS_UNLIKELY((pg != hc->page && (!old || page_all_back(pg))) ||
 		     atomic_load_explicit(&h->deferred, memory_order_relaxed) != NULL)) {
 		free_local_tail(h, hc, pg, old);
 		return;

@@ -149,6 +149,16 @@ static inline void page_used_set(struct page *pg, uint32_t v)
 	__atomic_store_n(&pg->used, v, __ATOMIC_RELAXED);
 }
 
+/* After an owner's free into pg: may every object of pg be back? The
+ * objects it still counts as used may all wait on its remote list (remote
+ * frees announce a page only when they may empty it by themselves). Also
+ * true when nothing is used. relaxed: a hint; rqs_free_local_slow decides
+ * with a CAS on the list word. */
+static inline bool page_all_back(const struct page *pg)
+{
+	return pg->used <= XFREE_COUNT(atomic_load_explicit(&pg->xfree, memory_order_relaxed));
+}
+
 /* Segment map: one bit per 4 MiB of address space, set for our segments.
  * Lets free recognise a foreign pointer without touching its memory. A
  * static array (8 MiB of .bss: address space only, a page of it becomes

@@ -115,6 +115,22 @@ ALLOC_FN void rqs_free_local_slow(struct heap *h, struct hclass *hc, struct page
 						      memory_order_relaxed, memory_order_relaxed))
 		;
 	x &= ~XFREE_FULL;
+	/* Every object the owner still counts as used waits on the remote
+	 * list (remote frees came first and were too few to announce the
+	 * page, then our frees brought the rest): the page is empty. Its
+	 * list is dropped, not joined. acquire: the remote frees' writes to
+	 * the objects happen before the page is reused or given back. The
+	 * CAS fails only on a push, which no legitimate free can make now
+	 * (nothing of the page is live); a queued page (NOTIFIED) is left
+	 * to its notice. */
+	while ((x & XFREE_PTR_MASK) && !(x & XFREE_NOTIFIED) && XFREE_COUNT(x) >= pg->used) {
+		if (atomic_compare_exchange_weak_explicit(&pg->xfree, &x, 0, memory_order_acquire,
+							  memory_order_relaxed)) {
+			page_used_set(pg, 0);
+			x = 0;
+			break;
+		}
+	}
 	/* relaxed: with used == 0 no object of pg is live, so no legitimate
 	 * remote free can start after this load; a NOTIFIED bit still set
 	 * means the page is queued and will be handled when dequeued. */
@@ -250,7 +266,7 @@ static ALLOC_FN void free_into_page(struct heap *h, struct hclass *hc, struct pa
 	b->next = old;
 	pg->free = b;
 	page_used_set(pg, pg->used - 1);
-	if (pg != hc->page && (!old || !pg->used))
+	if (pg != hc->page && (!old || page_all_back(pg)))
 		rqs_free_local_slow(h, hc, pg);
 }
 
