@@ -9,6 +9,10 @@ endif()
 
 add_executable(vg_prog ${CMAKE_CURRENT_LIST_DIR}/vg_prog.c)
 target_compile_definitions(vg_prog PRIVATE _GNU_SOURCE)
+# The expected reports name vg_prog's functions and file: debug info and
+# no inlining whatever the build type (a Release build reported "main (in
+# vg_prog)" and failed).
+target_compile_options(vg_prog PRIVATE -g -O1 -fno-inline)
 target_link_libraries(vg_prog PRIVATE rqspin Threads::Threads)
 
 # name, tool, mode, expectation, pattern of the expected report
