@@ -5,12 +5,15 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "suite.h"
 
 /* In the forked child of a multithreaded process: async-signal-safe calls
  * only, no return. */
@@ -72,4 +75,55 @@ unsigned load_usable_cpus(void)
 		return (unsigned)CPU_COUNT(&set);
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (unsigned)n : 1;
+}
+
+/* /proc/loadavg's fourth field is "runnable/total" (nr_running counts
+ * this thread too); -1 when unreadable. */
+static int runnable_now(void)
+{
+	FILE *f = fopen("/proc/loadavg", "r");
+	double a, b, c;
+	int run = -1, total;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lf %lf %lf %d/%d", &a, &b, &c, &run, &total) != 5)
+		run = -1;
+	fclose(f);
+	return run;
+}
+
+static int cmp_int(const void *x, const void *y)
+{
+	return *(const int *)x - *(const int *)y;
+}
+
+double load_probe_others(void)
+{
+	enum { SAMPLES = 11 };
+	struct timespec gap = { 0, 10 * 1000 * 1000 };
+	int v[SAMPLES], n = 0;
+
+	/* A median of samples 10 ms apart: one read sees a moment, and a
+	 * process that runs for a few milliseconds now and then is not
+	 * load. */
+	for (int i = 0; i < SAMPLES; i++) {
+		int r = runnable_now();
+
+		if (r >= 1)
+			v[n++] = r - 1;
+		if (i + 1 < SAMPLES)
+			nanosleep(&gap, NULL);
+	}
+	if (n == 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_int);
+	return v[n / 2];
+}
+
+double bench_load_factor(const struct bench_opts *o)
+{
+	double cpus = load_usable_cpus();
+
+	return (cpus + o->load_others + o->background_load) / cpus;
 }

@@ -29,4 +29,10 @@ void load_hogs_stop(struct load_hogs *h);
 /* CPUs in this process's affinity mask (at least 1). */
 unsigned load_usable_cpus(void);
 
+/* Threads of other processes that are runnable now: the median over
+ * 100 ms of /proc/loadavg's count of runnable tasks, less the caller
+ * (0 when it cannot be read). Call it while this process runs one thread
+ * and no hogs. */
+double load_probe_others(void);
+
 #endif

@@ -127,6 +127,8 @@ void bench_json_begin(struct json *j, FILE *f, const char *suite, const struct b
 	json_bool(j, "quick", o->quick);
 	/* The hogs are this process's children: other_load_share counts them. */
 	json_uint(j, "background_load", o->background_load);
+	/* What the first estimate counted: other runnable threads at the start. */
+	json_double(j, "other_runnable_at_start", o->load_others);
 	json_machine(j, s, l);
 }
 

@@ -113,8 +113,13 @@ static int execute(const struct bench_suite *s, const struct bench_opts *o,
 	struct load_hogs hogs;
 	int rc;
 
-	cli_progress(o->quiet, "%s %s: about %.0f s%s\n", cli_prog, o->run, est,
-		     o->background_load ? ", with background load" : "");
+	if (o->load_others >= 1)
+		cli_progress(o->quiet, "%s %s: about %.0f s (%.0f other runnable threads%s)\n",
+			     cli_prog, o->run, est, o->load_others,
+			     o->background_load ? ", and the background load" : "");
+	else
+		cli_progress(o->quiet, "%s %s: about %.0f s%s\n", cli_prog, o->run, est,
+			     o->background_load ? ", with background load" : "");
 	if (!load_hogs_start(&hogs, o->background_load)) {
 		if (s->cleanup)
 			s->cleanup();
@@ -160,9 +165,10 @@ int bench_suite_main(const struct bench_suite *s, int argc, char **argv)
 	}
 	rc = parse_suite(s, argc, argv, &o, true, &help);
 	if (rc == CLI_EXIT_OK && !help) {
-		if (check_outputs(&o))
+		if (check_outputs(&o)) {
+			o.load_others = load_probe_others();
 			rc = execute(s, &o, v, true);
-		else {
+		} else {
 			if (s->cleanup)
 				s->cleanup();
 			rc = CLI_EXIT_USAGE;
@@ -322,6 +328,9 @@ int bench_all_main(const struct bench_suite *const *suites, size_t n, int argc, 
 		}
 	}
 	memset(runs, 0, sizeof(runs));
+	/* Before any run starts its hogs: every run's estimate counts what
+	 * else this machine runs. */
+	base.load_others = load_probe_others();
 	/* Every run parsed, prepared and its files checked before the first
 	 * one starts. */
 	for (size_t i = 0; i < n; i++) {

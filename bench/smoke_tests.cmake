@@ -35,6 +35,13 @@ rqspin_bench_config(bench_load_share_test)
 target_link_libraries(bench_load_share_test PRIVATE rqspin_bench_harness)
 add_test(NAME bench_load_share COMMAND bench_load_share_test)
 set_tests_properties(bench_load_share PROPERTIES TIMEOUT 60 LABELS bench SKIP_RETURN_CODE 77)
+# The first estimate's load probe sees CPU-bound processes (a lower bound,
+# so other tests running alongside cannot fail it).
+add_executable(bench_load_probe_test load_probe_test.c)
+rqspin_bench_config(bench_load_probe_test)
+target_link_libraries(bench_load_probe_test PRIVATE rqspin_bench_harness)
+add_test(NAME bench_load_probe COMMAND bench_load_probe_test)
+set_tests_properties(bench_load_probe PROPERTIES TIMEOUT 60 LABELS bench SKIP_RETURN_CODE 77)
 
 bench_json_test(bench_torture_quick torture torture --quick)
 bench_json_test(bench_alloc_quick alloc alloc --quick --repeats 1)

@@ -34,7 +34,17 @@ struct bench_opts {
 	const char *csv_path;
 	const char *plot_path;
 	unsigned background_load; /* CPU-bound hog processes during the run */
+	double load_others;       /* other runnable threads when the run was set up
+				   * (load_probe_others; the hogs above not included) */
 };
+
+/* How much longer than on an idle machine CPU-bound work takes now: CPUs
+ * shared with o->load_others + o->background_load other runnable threads,
+ * the suite's threads keeping every CPU busy, (cpus + others) / cpus; 1
+ * on an idle machine. Suites scale the pieces of their run-time model
+ * that do a fixed amount of work by it (pieces of a fixed length, like a
+ * timed measurement, do not stretch). */
+double bench_load_factor(const struct bench_opts *o);
 
 /* One run of a suite in `all`. */
 struct bench_all_run {
@@ -59,10 +69,10 @@ struct bench_suite {
 	/* After parsing, before anything runs: checks combinations, applies
 	 * --quick. false after saying what is wrong (exit status 2). */
 	bool (*prepare)(const struct bench_opts *o);
-	/* Seconds the run will take on an idle 2-core machine: the sum of the
-	 * model's seconds that run then reports step by step with
-	 * progress_step (progress.h), which rescales the time left by the
-	 * pace so far. */
+	/* Seconds the run will take on a 2-core machine, its work-bound
+	 * pieces scaled by bench_load_factor(o): the sum of the model's
+	 * seconds that run then reports step by step with progress_step
+	 * (progress.h), which rescales the time left by the pace so far. */
 	double (*estimate_s)(const struct bench_opts *o);
 	/* Measures, prints the text report, adds the verdicts to *v and
 	 * writes the files o names (JSON framed by bench_json_begin / _end).

@@ -1267,25 +1267,27 @@ static struct dl_scen *scen_add(struct dl_results *r, enum dl_kind kind, const c
 }
 
 /*
- * The model of the run time (progress.h), measured with --quick on the
- * 2-core reference machine: an aa trial ~20 us; an abba or cycle3 trial
- * ~0.3 ms (threads, barrier, sleeps); starting the registered threads
- * ~110 us each, joining them as much again; a timeout trial T plus ~1 ms
- * (the queue head's: 2T).
+ * The model of the run time (progress.h), measured with --quick on an
+ * idle 2-core reference machine: an aa trial ~20 us; an abba or cycle3
+ * trial ~0.3 ms (threads, barrier, sleeps); starting the registered
+ * threads ~25 us each, joining them as much again (0.81 s for the 17 097
+ * of --quick); a timeout trial T plus ~1 ms (the queue head's: 2T). All
+ * but the timeouts' T is CPU work that stretches on a busy machine
+ * (bench_load_factor).
  */
 static double aa_cost_s(const struct dl_config *c)
 {
-	return c->trials * 20e-6;
+	return c->trials * 20e-6 * bench_load_factor(c->o);
 }
 
 static double cycle_cost_s(const struct dl_config *c)
 {
-	return (c->trials + DL_REPORT_TRIALS) * 0.3e-3;
+	return (c->trials + DL_REPORT_TRIALS) * 0.3e-3 * bench_load_factor(c->o);
 }
 
-static double pool_cost_s(unsigned reg)
+static double pool_cost_s(const struct dl_config *c, unsigned reg)
 {
-	return reg * 110e-6;
+	return reg * 25e-6 * bench_load_factor(c->o);
 }
 
 static double timeout_cost_s(const struct dl_config *c, unsigned ms)
@@ -1308,7 +1310,7 @@ static void run_registered(struct dl_results *r, const struct dl_config *c, unsi
 		cli_progress(c->o->quiet, " %.2f s", pool.setup_s);
 	else
 		cli_progress(c->o->quiet, " skipped: %s", pool.note);
-	progress_step(c->o->quiet, pool_cost_s(reg));
+	progress_step(c->o->quiet, pool_cost_s(c, reg));
 	for (unsigned n = 2; n <= 3; n++) {
 		if (!(n == 2 ? c->run_abba : c->run_cycle))
 			continue;
@@ -1337,9 +1339,9 @@ static void run_registered(struct dl_results *r, const struct dl_config *c, unsi
 		reg_pool_stop(&pool);
 		cli_progress(c->o->quiet, "[deadlock] %u registered threads: joined in %.2f s", reg,
 			     (double)(bench_now_ns() - t0) / 1e9);
-		progress_step(c->o->quiet, pool_cost_s(reg));
+		progress_step(c->o->quiet, pool_cost_s(c, reg));
 	} else {
-		progress_add(pool_cost_s(reg) + (c->run_abba + c->run_cycle) * cycle_cost_s(c));
+		progress_add(pool_cost_s(c, reg) + (c->run_abba + c->run_cycle) * cycle_cost_s(c));
 	}
 }
 
@@ -1592,7 +1594,7 @@ static double estimate_s(const struct bench_opts *bo)
 	if (c->run_aa)
 		s += aa_cost_s(c);
 	for (size_t i = 0; (c->run_abba || c->run_cycle) && i < c->nregistered; i++)
-		s += 2 * pool_cost_s(c->registered[i]) +
+		s += 2 * pool_cost_s(c, c->registered[i]) +
 		     (c->run_abba + c->run_cycle) * cycle_cost_s(c);
 	for (size_t i = 0; c->run_timeout && i < c->ntimeouts; i++)
 		s += timeout_cost_s(c, c->timeouts_ms[i]);

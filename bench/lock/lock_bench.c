@@ -190,14 +190,14 @@ static bool prepare(const struct bench_opts *bo)
 
 /*
  * The model of the run time (progress.h): a measurement takes its duration
- * plus about 4 ms of thread start, gate and join per thread on the 2-core
- * reference machine, twice that with background load (measured: all
- * --quick, where they dominate); an uncontended pass, its slices plus
- * 20 ms per lock.
+ * plus about 1.5 ms of thread start, gate and join per thread on an idle
+ * 2-core reference machine, stretching with the load (bench_load_factor;
+ * measured with lock --quick: 4.0 s idle, 5.2 s with a hog per CPU and
+ * 5.3 s with two); an uncontended pass, its slices plus 20 ms per lock.
  */
 static double cell_cost_s(const struct lb_config *c, unsigned nthr)
 {
-	return c->duration_ms / 1000.0 + nthr * (c->o->background_load ? 0.008 : 0.004);
+	return c->duration_ms / 1000.0 + nthr * 0.0015 * bench_load_factor(c->o);
 }
 
 static double unc_pass_cost_s(const struct lb_config *c)

@@ -1029,51 +1029,59 @@ static bool prepare(const struct bench_opts *bo)
 }
 
 /*
- * The model of the run time (progress.h), from --quick runs on the 2-core
- * reference machine with its thread CPU time as the idle figure. The maps
- * part: reps x 3 x 6 x (4M or 1M) gets of ~10 ns, and ~10 us to create and
- * destroy each map (the colliding ids take (maps - 1) x COLLIDE_SPREAD
- * fillers). Per owner count n, thread count and method, run: building,
- * WARM_PASSES passes and the two get jobs, at least gets = 1M (quick 250K)
- * per job, create and destroy, ~7 ns per operation while the owners fit in
- * the caches (1K) rising geometrically to ~50 ns at 100K and more, and
- * ~20 ms a run per thread (threads, the barriers of the teardown); a point
- * with 2 threads takes twice the time of 1 (the machine is shared). The
- * memory part: 9 values per owner, each created and destroyed in both
- * structures, with grace-period waits: about 3.5 us a value for both.
- * (Re-measured idle: the earlier 220 ns and 10 us were taken on a loaded
- * machine and made the idle --quick estimate 35 s for a 12 s run.)
+ * The model of the run time (progress.h): wall time on an idle 2-core
+ * reference machine, fitted to the steps of a default and a --quick run
+ * (each within 10% in total). The maps part: reps x 3 x 6 x (4M or 1M)
+ * gets of ~10 ns, and ~10 us to create and destroy each map (the colliding
+ * ids take (maps - 1) x COLLIDE_SPREAD fillers). Per owner count n, thread
+ * count and method, run: building, WARM_PASSES passes and the two get
+ * jobs, at least gets = 1M (quick 250K) per job, create and destroy, ~5 ns
+ * per operation while the owners fit in the caches (1K), 16 times that at
+ * 1M (geometric in between: ~12.6 ns at 10K, ~32 ns at 100K), and ~20 ms
+ * a run (threads, the barriers of the teardown); two threads share the two
+ * CPUs and take 1.2 times one thread's time. The memory part: 9 values per
+ * owner, each created and destroyed in both structures, with grace-period
+ * waits: about 1.7 us a value. Everything is a fixed amount of work: on a
+ * busy machine it stretches, by about 3/4 of the CPU-share factor (the
+ * get loops are memory-bound; measured 1.6x with a hog per CPU, 2.75x
+ * with two).
  */
-static double maps_cost_s(void)
+static double load_stretch(const struct bench_opts *bo)
+{
+	return 1 + 0.75 * (bench_load_factor(bo) - 1);
+}
+
+static double maps_cost_s(const struct bench_opts *bo)
 {
 	double maps = 0;
 
 	for (int i = 0; i < NMAPCOUNTS; i++)
 		maps += 2.0 * map_counts[i] + (map_counts[i] - 1.0) * COLLIDE_SPREAD + 1;
-	return 3.0 * reps * NMAPCOUNTS * (quick ? 1e6 : 4e6) * 10e-9 + maps * 10e-6;
+	return (3.0 * reps * NMAPCOUNTS * (quick ? 1e6 : 4e6) * 10e-9 + maps * 10e-6) *
+	       load_stretch(bo);
 }
 
-static double point_cost_s(double n, unsigned nthreads)
+static double point_cost_s(const struct bench_opts *bo, double n, unsigned nthreads)
 {
 	double gets = quick ? 250000 : 1000000;
 	double per_run = (WARM_PASSES * n > gets / 4 ? WARM_PASSES * n : gets / 4) +
 			 2 * (gets > n ? gets : n) + 4 * n;
 	unsigned runs = n >= 1000000 && !reps_given ? 1 : (unsigned)reps;
-	double scale = log10(n / 1000) / 2;
-	double op_s = 7e-9 * pow(50.0 / 7.0, scale < 0 ? 0 : scale > 1 ? 1 : scale);
+	double scale = log10(n / 1000) / 3;
+	double op_s = 5e-9 * pow(16.0, scale < 0 ? 0 : scale > 1 ? 1 : scale);
+	double par = nthreads <= 2 ? 1 + 0.2 * (nthreads - 1) : 1.2 * nthreads / 2;
 
-	return nthreads * M_N * runs * (per_run * op_s + 0.02);
+	return par * M_N * runs * (per_run * op_s + 0.02) * load_stretch(bo);
 }
 
 static double estimate_s(const struct bench_opts *bo)
 {
-	double s = maps_cost_s();
+	double s = maps_cost_s(bo);
 
-	(void)bo;
 	for (size_t ti = 0; ti < cfg.nthreads; ti++)
 		for (size_t i = 0; i < cfg.nowners; i++)
-			s += point_cost_s(cfg.owners[i], cfg.threads[ti]);
-	s += (double)cfg.mem_owners * (1 + MEM_MAPS) * 3.5e-6;
+			s += point_cost_s(bo, cfg.owners[i], cfg.threads[ti]);
+	s += (double)cfg.mem_owners * (1 + MEM_MAPS) * 1.7e-6 * load_stretch(bo);
 	return s;
 }
 
@@ -1284,7 +1292,7 @@ static int run(const struct bench_opts *bo, struct verdict_list *v)
 		       r->lat_sec[i], r->lat_collide[i], r->lat[i] / r->lat[0], kernel_ns[i]);
 		cli_progress(bo->quiet, " %d", map_counts[i]);
 	}
-	progress_step(bo->quiet, maps_cost_s());
+	progress_step(bo->quiet, maps_cost_s(bo));
 	printf("\n");
 
 	for (size_t ti = 0; ti < cfg.nthreads; ti++) {
@@ -1302,7 +1310,7 @@ static int run(const struct bench_opts *bo, struct verdict_list *v)
 			make_perm(perm, n, 1 + n);
 			make_perm(perm2, n, 7 + n);
 			measure_all(n, th, r->res[i][ti]);
-			progress_step(bo->quiet, point_cost_s((double)n, (unsigned)th));
+			progress_step(bo->quiet, point_cost_s(bo, (double)n, (unsigned)th));
 			for (int m = 0; m < M_N; m++) {
 				struct row *x = &r->res[i][ti][m];
 
