@@ -34,7 +34,7 @@ static void usage(FILE *f)
 	fprintf(f, "\nExamples:\n"
 		   "  %s all --json out.json        default suite (~3 min on an idle 2-core\n"
 		   "                                          machine; more on a busy one)\n"
-		   "  %s all --quick                smoke test (~30 s)\n"
+		   "  %s all --quick                smoke test (~20 s)\n"
 		   "  %s lock --locks qspin,pthread_spin --threads 1,2 --json out.json\n"
 		   "  %s lock --think 0 --background-load cpus\n"
 		   "  %s torture --mode abba --threads 4,16\n"

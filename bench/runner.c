@@ -201,7 +201,7 @@ static void all_usage(FILE *f, const struct bench_suite *const *suites, size_t n
 		"and the count of all verdicts at the end. --json/--csv/--plot FILE name the\n"
 		"first run's files; the others are named after them (out.json ->\n"
 		"out.TAG.json); only suites that draw their own chart get a --plot file.\n"
-		"About 3 minutes on an idle 2-core machine (--quick: about 30 s), longer on\n"
+		"About 3 minutes on an idle 2-core machine (--quick: about 20 s), longer on\n"
 		"a busy one: the progress on stderr gives the estimate, then the time left\n"
 		"at the pace so far.\n\n"
 		"Runs:\n",
