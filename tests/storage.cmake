@@ -22,6 +22,13 @@ rqspin_add_test(NAME storage_index_race SOURCES storage_index_race.c LIBS rqspin
   TIMEOUT 300 LABELS storage stress signal)
 target_include_directories(storage_index_race PRIVATE ${PROJECT_SOURCE_DIR}/src)
 
+# White-box, deterministic: an index shrinks as values are deleted, given-up
+# tables go to the pool and are reused, and a reader holding a given-up
+# table's address never takes another owner's value from it (owner stamp).
+rqspin_add_test(NAME storage_index_shrink SOURCES storage_index_shrink.c LIBS rqspin_static
+  TIMEOUT 60 LABELS storage unit)
+target_include_directories(storage_index_shrink PRIVATE ${PROJECT_SOURCE_DIR}/src)
+
 # Owner destruction racing map destruction (and updates of other owners
 # whose storages the map destruction is unlinking from); leak check per round.
 rqspin_add_test(NAME storage_destroy_race SOURCES storage_destroy_race.c

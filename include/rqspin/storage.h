@@ -277,6 +277,19 @@ RQSPIN_API void rqspin_storage_synchronize(void);
  * a read-side section nor from a call_rcu callback. */
 RQSPIN_API void rqspin_storage_barrier(void);
 
+/*
+ * Bytes held in the index-table pool. An owner's index shrinks when its
+ * values are deleted (to half its capacity once a quarter full, and away
+ * entirely when only the value found through the owner word is left), but
+ * lookups read indexes without a read-side section, so a table given up
+ * is never freed while any map exists: it goes to a pool and is only
+ * reused as another owner's index. Owners destroyed later give their
+ * once-pooled tables back to the pool too. The pool's memory returns to
+ * the allocator when the last map is destroyed. Async-signal-safe (0 when
+ * called from a handler that interrupted a change of the pool).
+ */
+RQSPIN_API size_t rqspin_storage_pool_bytes(void);
+
 #ifdef __cplusplus
 }
 #endif

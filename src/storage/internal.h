@@ -128,19 +128,32 @@ struct st_slot {
 };
 
 struct st_tab {
-	_Atomic uint32_t seq;  /* even: stable; odd: a writer is changing slots */
-	uint32_t mask;         /* capacity - 1; immutable once published */
+	_Atomic uint32_t seq;  /* even: stable; odd: a writer is changing slots, or
+				* the table is retired (in the pool, or on a chain) */
+	uint32_t mask;         /* capacity - 1; never changes for the memory's life */
 	uint32_t live;         /* elements (local lock) */
-	uint32_t reserved;
+	uint32_t pooled;       /* has been in the table pool: type-stable for good */
+	/* The storage whose index this is (written in a write section): a
+	 * reader that loaded the table pointer before the table was retired
+	 * and reused by another owner sees a stable snapshot of someone
+	 * else's index, and only this tells it so. NULL: the shared empty
+	 * table. */
+	const struct st_local *_Atomic owner;
 	struct st_slot slot[];
 };
 
-/* A grown index, allocated on its own. Replaced tables are never freed
- * before their storage (a reader without a read-side section may still be
- * probing one): each keeps the one it replaced in older, and the storage's
- * deferred free frees the chain with it (no rcu_head of its own: 8 slots
- * fit the 160-byte class). Capacities double, so the chain holds fewer
- * slots than the current table. */
+/*
+ * A grown index, allocated on its own. Readers probe tables without a
+ * read-side section, so a table that a live owner stops using (grown,
+ * shrunk, emptied) is retired into the table pool (table.c), never freed:
+ * its memory is only ever reused as an index of the same capacity, with
+ * seq odd from its retirement to its reuse and the owner stamp rewritten
+ * in between. older links a pooled table, or (when the pool's lock could
+ * not be had: a signal handler that interrupted the pool) the tables a
+ * storage retired without the pool, freed or pooled with the storage.
+ * A table that was never pooled is freed with its storage (only that
+ * owner's readers could probe it, and they cannot race its destruction).
+ */
 struct st_xtab {
 	struct st_xtab *older;
 	struct st_tab t;
@@ -265,6 +278,7 @@ _Static_assert(offsetof(struct st_local, tab) == offsetof(struct rqspin__storage
 	       "storage layout");
 _Static_assert(offsetof(struct st_tab, seq) == offsetof(struct rqspin__storage_index, seq) &&
 	       offsetof(struct st_tab, mask) == offsetof(struct rqspin__storage_index, mask) &&
+	       offsetof(struct st_tab, owner) == offsetof(struct rqspin__storage_index, owner) &&
 	       offsetof(struct st_tab, slot) == sizeof(struct rqspin__storage_index),
 	       "index layout");
 _Static_assert(sizeof(struct st_slot) == sizeof(struct rqspin__storage_slot) &&
@@ -376,7 +390,17 @@ void rqs_st_free_elem_rcu(struct st_elem *e);
 /* (With its grown tables, and its first element.) */
 void rqs_st_free_local_rcu(struct st_local *l);
 /* Free a chain of grown tables now (a storage's, after its grace period). */
-void rqs_st_free_xtab_chain(struct st_xtab *x);
+/* Free or pool l's tables (its deferred free). */
+void rqs_st_tab_free_all(struct st_local *l);
+/* Free the pool's tables; only while no map exists (rqs_st_no_maps_begin). */
+void rqs_st_pool_drain(void);
+/* Locks out map creation; true when no map exists. Always followed by
+ * rqs_st_no_maps_end. Not async-signal-safe (a mutex). */
+bool rqs_st_no_maps_begin(void);
+void rqs_st_no_maps_end(void);
+/* Tables of capacity cap in the pool, and the pool's bytes (tests). */
+uint64_t rqs_st_pool_tables(uint32_t cap);
+uint64_t rqs_st_pool_bytes(void);
 /* Free an element that was never published (never an embedded one). */
 void rqs_st_free_elem_now(struct st_elem *e);
 /* The embedded element of l is unlinked on both sides. */
@@ -388,13 +412,16 @@ void rqs_st_release_embedded(struct st_local *l);
 #define ST_RETRY ((struct st_elem *)1)
 
 /*
- * Lock-free probe: the element of key, NULL if absent, or ST_RETRY when a
- * writer was changing the table (the caller retries, or locks). Bounded:
- * at most one pass over the table, whatever it reads. Needs no read-side
- * section to be memory-safe (the table lives as long as its storage), but
- * the caller needs one, or the owner's contract, for the element it gets.
+ * Lock-free probe of t, a table that l's index pointer held: the element
+ * of key, NULL if absent, or ST_RETRY when a writer was changing the
+ * table or it is no longer l's (the caller retries with l's current table,
+ * or locks). Bounded: at most one pass over the table, whatever it reads.
+ * Needs no read-side section to be memory-safe (tables live as long as
+ * their storage, or in the type-stable pool), but the caller needs one,
+ * or the owner's contract, for the element it gets.
  */
-static inline struct st_elem *st_tab_probe(const struct st_tab *t, uint64_t key)
+static inline struct st_elem *st_tab_probe(const struct st_local *l, const struct st_tab *t,
+					   uint64_t key)
 {
 	/* acquire: if seq is the end of a write, the slot loads below see
 	 * that write's stores (or later ones, which the re-check catches). */
@@ -402,6 +429,15 @@ static inline struct st_elem *st_tab_probe(const struct st_tab *t, uint64_t key)
 	uint32_t mask = t->mask;
 	uint32_t i = st_key_home(key, mask);
 	struct st_elem *found = NULL;
+
+	/* The shared empty table is nobody's and holds nothing. */
+	if (t == ST_EMPTY_TAB)
+		return NULL;
+	/* acquire: as the slot loads below (the stamp is written in a write
+	 * section). A table that was retired and reused by another owner
+	 * after we loaded its pointer: retry, with l's current table. */
+	if (RQS_UNLIKELY(atomic_load_explicit(&t->owner, memory_order_acquire) != l))
+		return ST_RETRY;
 
 	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
 		/* acquire (both loads): pair with the release stores of

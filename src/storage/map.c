@@ -45,6 +45,20 @@ static void id_free(uint32_t id)
 	pthread_mutex_unlock(&ids_mutex);
 }
 
+bool rqs_st_no_maps_begin(void)
+{
+	pthread_mutex_lock(&ids_mutex);
+	for (unsigned w = 0; w < RQSPIN_STORAGE_MAX_MAPS / 64; w++)
+		if (ids[w])
+			return false;
+	return true;
+}
+
+void rqs_st_no_maps_end(void)
+{
+	pthread_mutex_unlock(&ids_mutex);
+}
+
 /* Buckets only spread lock contention (lists are unlinked in O(1)): a few
  * per CPU, each on its own cache line. The CPU count is read once (glibc
  * reads /sys for it on every call). */
@@ -228,6 +242,11 @@ RQSPIN_API void rqspin_storage_map_destroy(struct rqspin_storage_map *map)
 	 * period; so the map is freed after one, and we do not wait for it
 	 * (rqspin_storage_barrier does). */
 	id_free(map->id);
+	/* The last map gone: no get can be running (each needs a live map),
+	 * so the retired index tables can go back to the allocator. */
+	if (rqs_st_no_maps_begin())
+		rqs_st_pool_drain();
+	rqs_st_no_maps_end();
 	st_read_lock();
 	ST_TSAN_RELEASE_GP();
 	urcu_bp_call_rcu(&map->rcu, map_free_cb);

@@ -101,7 +101,7 @@ static struct st_elem *lookup(struct rqspin_storage_map *m, struct rqspin_storag
 		return NULL;
 	l = st_local_of(w);
 	for (int n = 0; n < ST_PROBE_TRIES; n++) {
-		e = st_tab_probe(st_local_tab(l), m->key);
+		e = st_tab_probe(l, st_local_tab(l), m->key);
 		if (RQS_LIKELY(e != ST_RETRY))
 			return e;
 		caa_cpu_relax();
@@ -183,7 +183,8 @@ static struct st_local *local_alloc(struct rqspin_storage_owner *owner,
 		atomic_store_explicit(&t->seq, 0, memory_order_relaxed);
 		t->mask = ST_BARE_SLOTS - 1;
 		t->live = 0;
-		t->reserved = 0;
+		t->pooled = 0;
+		atomic_store_explicit(&t->owner, l, memory_order_relaxed);
 		for (unsigned i = 0; i < ST_BARE_SLOTS; i++) {
 			atomic_store_explicit(&t->slot[i].key, 0, memory_order_relaxed);
 			atomic_store_explicit(&t->slot[i].elem, NULL, memory_order_relaxed);
@@ -389,7 +390,8 @@ RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
 		uintptr_t w = owner_word(owner);
 
 		if (RQS_LIKELY(w)) {
-			struct st_elem *e = st_tab_probe(st_local_tab(st_local_of(w)), map->key);
+			struct st_local *l = st_local_of(w);
+			struct st_elem *e = st_tab_probe(l, st_local_tab(l), map->key);
 
 			if (RQS_LIKELY(e && e != ST_RETRY)) {
 				if (err)
@@ -482,7 +484,7 @@ RQSPIN_API int rqspin_storage_delete(struct rqspin_storage_map *map,
 	/* Absent: answer without locking (ST_RETRY: find out under the lock).
 	 * relaxed: a stale first-element map only costs the lock. */
 	if (!l || ((!l->first || atomic_load_explicit(&l->first->map, memory_order_relaxed) != map) &&
-		   !st_tab_probe(st_local_tab(l), map->key)))
+		   !st_tab_probe(l, st_local_tab(l), map->key)))
 		goto out;
 	ret = rqspin_lock(&l->lock);
 	if (!st_lock_ok(ret))

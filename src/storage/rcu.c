@@ -81,23 +81,9 @@ static void elem_free_cb(struct rcu_head *h)
 	rqs_st_free_elem_now(e);
 }
 
-void rqs_st_free_xtab_chain(struct st_xtab *x)
-{
-	/* The current table, then those it replaced (see struct st_xtab). */
-	while (x) {
-		struct st_xtab *older = x->older;
-
-		rqspin_free_nolock(x);
-		x = older;
-	}
-}
-
 static void local_free(struct st_local *l)
 {
-	struct st_tab *t = atomic_load_explicit(&l->tab, memory_order_relaxed);
-
-	if (st_tab_is_x(l, t))
-		rqs_st_free_xtab_chain(caa_container_of(t, struct st_xtab, t));
+	rqs_st_tab_free_all(l);
 	/* The first element goes with its storage (see ST_EMB_LIVE). */
 	if (l->first)
 		rqspin_free_nolock(l->first);

@@ -25,13 +25,19 @@ struct rqspin__storage_map_head {
 	uint64_t key;
 };
 
+struct rqspin__storage_local;
+
 /* The owner's index: this header, then mask + 1 slots. The library makes
- * seq odd while it changes the slots (a seqlock). */
+ * seq odd while it changes the slots or the owner stamp (a seqlock), and
+ * keeps it odd while the table is retired; a retired table is only ever
+ * reused as an index, of the same capacity, with owner naming its new
+ * storage. */
 struct rqspin__storage_index {
 	uint32_t seq;
 	uint32_t mask;
 	uint32_t live_;
-	uint32_t reserved_;
+	uint32_t pooled_;
+	const struct rqspin__storage_local *owner;
 };
 
 struct rqspin__storage_slot {
@@ -61,8 +67,9 @@ struct rqspin__storage_elem {
 /*
  * The owner word points at the owner's storage, or, with RQSPIN__STORAGE_EMB
  * set, at the storage's first element, which lives, and is never reused for
- * another value, until the owner is destroyed. The storage and every index
- * it ever had live until then too.
+ * another value, until the owner is destroyed. The storage lives until then
+ * too, and an index it had is never freed while readers may probe it: it
+ * is retired into a pool and only ever reused as an index.
  */
 #define RQSPIN__STORAGE_EMB ((uintptr_t)1)
 
@@ -72,7 +79,7 @@ struct rqspin__storage_elem {
  * library refuses a map to a program whose stamp differs. The _OF form
  * takes the four structures as parameters (tests/storage_layout_stamp.c
  * stamps another layout with it). */
-#define RQSPIN__STORAGE_LAYOUT_REV 2u
+#define RQSPIN__STORAGE_LAYOUT_REV 3u
 #define RQSPIN__STORAGE_LAYOUT_OF(E, L, I, S)                                                      \
 	((uint64_t)RQSPIN__STORAGE_LAYOUT_REV << 56 | (uint64_t)RQSPIN__STORAGE_EMB << 52 |         \
 	 (uint64_t)offsetof(S, elem) << 48 | (uint64_t)offsetof(E, local) << 40 |                   \
@@ -90,12 +97,42 @@ RQSPIN_API void *rqspin__storage_get_slow(struct rqspin_storage_map *map,
 					  struct rqspin_storage_owner *owner, const void *init,
 					  unsigned flags, int *err);
 
+/* The element of key in the home slot of ix, an index that l's index
+ * pointer held, if a stable snapshot shows it there and ix is still l's;
+ * else NULL (the library decides). */
+static inline struct rqspin__storage_elem *
+rqspin__storage_home_hit(const struct rqspin__storage_local *l,
+			 const struct rqspin__storage_index *ix, uint64_t key)
+{
+	/* acquire: if seq is the end of a change, the slot loads below see
+	 * it (a seqlock reader). */
+	uint32_t seq = __atomic_load_n(&ix->seq, __ATOMIC_ACQUIRE);
+	const struct rqspin__storage_slot *s =
+		(const struct rqspin__storage_slot *)(const void *)(ix + 1) + ((uint32_t)key & ix->mask);
+	/* acquire: pairs with the release store that put the element in the
+	 * slot, initialised. */
+	struct rqspin__storage_elem *elem = __atomic_load_n(&s->elem, __ATOMIC_ACQUIRE);
+
+	/* acquire (key and owner too): a load that reads a change in
+	 * progress makes the re-read of seq below see that change's odd
+	 * seq; seq unchanged and even means the key, the element and the
+	 * owner stamp are one state of the index. Another storage's stamp:
+	 * the index was given up and reused since its pointer was loaded. */
+	if (elem && __atomic_load_n(&s->key, __ATOMIC_ACQUIRE) == key &&
+	    __atomic_load_n(&ix->owner, __ATOMIC_ACQUIRE) == l && !(seq & 1) &&
+	    __atomic_load_n(&ix->seq, __ATOMIC_RELAXED) == seq)
+		return elem;
+	return (struct rqspin__storage_elem *)0;
+}
+
 /*
  * A hit on the owner's first value: two dependent loads and a compare; a
- * hit in the home slot of the owner's index: five, with a seqlock check.
- * No call and no read-side section (nothing read here is freed before the
- * owner is destroyed), so a loop over many owners keeps several cache
- * misses in flight. Everything else goes to the library.
+ * hit in the home slot of the owner's index: five, with a seqlock check
+ * and the index's owner stamp. No call and no read-side section (nothing
+ * read here is freed before the owner is destroyed; an index the owner
+ * gave up meanwhile is only ever reused as an index), so a loop over many
+ * owners keeps several cache misses in flight. Everything else goes to
+ * the library.
  */
 static inline void *rqspin_storage_get(struct rqspin_storage_map *map,
 				       struct rqspin_storage_owner *owner, const void *init,
@@ -132,29 +169,14 @@ static inline void *rqspin_storage_get(struct rqspin_storage_map *map,
 		if (__builtin_expect(l != NULL, 1)) {
 			/* acquire: pairs with the release store that installed
 			 * a grown index, filled before. */
-			const struct rqspin__storage_index *ix =
-				__atomic_load_n(&l->index, __ATOMIC_ACQUIRE);
-			/* acquire: if seq is the end of a change, the slot
-			 * loads below see it (a seqlock reader). */
-			uint32_t seq = __atomic_load_n(&ix->seq, __ATOMIC_ACQUIRE);
-			uint64_t key = ((const struct rqspin__storage_map_head *)(const void *)map)->key;
-			const struct rqspin__storage_slot *s =
-				(const struct rqspin__storage_slot *)(const void *)(ix + 1) +
-				((uint32_t)key & ix->mask);
-			/* acquire: pairs with the release store that put the
-			 * element in the slot, initialised. */
-			struct rqspin__storage_elem *elem = __atomic_load_n(&s->elem, __ATOMIC_ACQUIRE);
+			struct rqspin__storage_elem *elem = rqspin__storage_home_hit(
+				l, __atomic_load_n(&l->index, __ATOMIC_ACQUIRE),
+				((const struct rqspin__storage_map_head *)(const void *)map)->key);
 
-			/* acquire (key too): a load that reads a change in
-			 * progress makes the re-read of seq below see that
-			 * change's odd seq; seq unchanged and even means the
-			 * key and element are one state of the slot. */
-			if (elem && __atomic_load_n(&s->key, __ATOMIC_ACQUIRE) == key) {
-				if (!(seq & 1) && __atomic_load_n(&ix->seq, __ATOMIC_RELAXED) == seq) {
-					if (err)
-						*err = 0;
-					return elem + 1;
-				}
+			if (elem) {
+				if (err)
+					*err = 0;
+				return elem + 1;
 			}
 		}
 	}
