@@ -74,6 +74,23 @@ rqspin_add_test(NAME storage_link_destroy
 target_include_directories(storage_link_destroy PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_definitions(storage_link_destroy PRIVATE RQSPIN_STORAGE_TEST_HOOKS=1)
 
+# White-box: a signal handler that interrupted the index-table pool (its
+# lock held by the interrupted code, a shrink) grows and shrinks other
+# owners' indexes: growth takes a new table, the shrink is skipped, nothing
+# waits. table.c compiled once more with the pool's test hook.
+add_library(storage_table_hooks OBJECT ${PROJECT_SOURCE_DIR}/src/storage/table.c)
+rqspin_config(storage_table_hooks RQSPIN_STORAGE_TEST_HOOKS=1)
+target_link_libraries(storage_table_hooks PRIVATE ${RQSPIN_STORAGE_LIBS})
+if(RQSPIN_SANITIZE STREQUAL "undefined")
+  target_compile_options(storage_table_hooks PRIVATE -fno-sanitize=alignment)
+endif()
+rqspin_add_test(NAME storage_pool_handler
+  SOURCES storage_pool_handler.c $<TARGET_OBJECTS:storage_ops_hooks>
+    $<TARGET_OBJECTS:storage_table_hooks> LIBS rqspin_static
+  TIMEOUT 120 LABELS storage signal unit)
+target_include_directories(storage_pool_handler PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_compile_definitions(storage_pool_handler PRIVATE RQSPIN_STORAGE_TEST_HOOKS=1)
+
 # owner_destroy ends the owner: creations racing it on another thread, or
 # interrupted by the handler that destroys it, leave nothing behind, and
 # later ones give -EIDRM.

@@ -571,11 +571,14 @@ static inline bool st_lock_ok(int ret)
 	return ret == 0 || ret == -EOWNERDEAD;
 }
 
-/* Test builds (tests/storage.cmake compiles ops.c once more with
+/* Test builds (tests/storage.cmake compiles ops.c and table.c once more with
  * RQSPIN_STORAGE_TEST_HOOKS): called at points where a race with another
  * thread's operation matters, so a test can run that operation there. */
 #ifdef RQSPIN_STORAGE_TEST_HOOKS
-enum { ST_HOOK_LINKED = 1 /* an element linked into its bucket, storage lock held */ };
+enum {
+	ST_HOOK_LINKED = 1, /* an element linked into its bucket, storage lock held */
+	ST_HOOK_POOL = 2,   /* the index-table pool's lock just taken (table.c) */
+};
 extern void (*rqs_st_test_hook)(unsigned where, struct st_elem *e);
 #define ST_TEST_HOOK(w, e)                           \
 	do {                                         \

@@ -54,7 +54,10 @@ static unsigned pool_class(uint32_t cap)
 
 static bool pool_lock(void)
 {
-	return st_lock_ok(rqspin_lock(&pool.lock));
+	if (!st_lock_ok(rqspin_lock(&pool.lock)))
+		return false;
+	ST_TEST_HOOK(ST_HOOK_POOL, NULL);
+	return true;
 }
 
 static void pool_unlock(void)
