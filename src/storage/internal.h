@@ -401,6 +401,7 @@ void rqs_st_no_maps_end(void);
 /* Tables of capacity cap in the pool, and the pool's bytes (tests). */
 uint64_t rqs_st_pool_tables(uint32_t cap);
 uint64_t rqs_st_pool_bytes(void);
+extern _Atomic uint64_t rqs_st_shrinks;
 /* Free an element that was never published (never an embedded one). */
 void rqs_st_free_elem_now(struct st_elem *e);
 /* The embedded element of l is unlinked on both sides. */

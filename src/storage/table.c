@@ -107,6 +107,9 @@ uint64_t rqs_st_pool_bytes(void)
 	return n;
 }
 
+/* Shrinks done (tests: a race test shows it exercised them). */
+_Atomic uint64_t rqs_st_shrinks;
+
 uint64_t rqs_st_pool_tables(uint32_t cap)
 {
 	uint64_t n;
@@ -361,6 +364,8 @@ static void tab_maybe_shrink(struct st_local *l, struct st_tab *t)
 	if (to_empty || x) {
 		tab_install(l, x ? &x->t : ST_EMPTY_TAB);
 		tab_retire(l, old, x ? &x->t : ST_EMPTY_TAB, true);
+		/* relaxed: a statistic. */
+		atomic_fetch_add_explicit(&rqs_st_shrinks, 1, memory_order_relaxed);
 	}
 	pool_unlock();
 }
