@@ -60,14 +60,19 @@ target_include_directories(storage_leftover PRIVATE ${PROJECT_SOURCE_DIR}/src)
 # field NULL (it names no later map at the same address). ops.c compiled
 # once more with a test hook at that point; the test links that object
 # ahead of the static library, whose own ops.o the linker then leaves out.
-add_library(storage_ops_hooks OBJECT ${PROJECT_SOURCE_DIR}/src/storage/ops.c)
-rqspin_config(storage_ops_hooks RQSPIN_STORAGE_TEST_HOOKS=1)
-target_link_libraries(storage_ops_hooks PRIVATE ${RQSPIN_STORAGE_LIBS})
-if(RQSPIN_SANITIZE STREQUAL "undefined")
-  # As for the library's storage sources (src/storage/sources.cmake):
-  # liburcu's inline reader code, not ours, breaks the alignment check.
-  target_compile_options(storage_ops_hooks PRIVATE -fno-sanitize=alignment)
-endif()
+# A library source compiled once more with RQSPIN_STORAGE_TEST_HOOKS, as an
+# object library named storage_<name>_hooks.
+function(rqspin_storage_hooked name)
+  add_library(storage_${name}_hooks OBJECT ${PROJECT_SOURCE_DIR}/src/storage/${name}.c)
+  rqspin_config(storage_${name}_hooks RQSPIN_STORAGE_TEST_HOOKS=1)
+  target_link_libraries(storage_${name}_hooks PRIVATE ${RQSPIN_STORAGE_LIBS})
+  if(RQSPIN_SANITIZE STREQUAL "undefined")
+    # As for the library's storage sources (src/storage/sources.cmake):
+    # liburcu's inline reader code, not ours, breaks the alignment check.
+    target_compile_options(storage_${name}_hooks PRIVATE -fno-sanitize=alignment)
+  endif()
+endfunction()
+rqspin_storage_hooked(ops)
 rqspin_add_test(NAME storage_link_destroy
   SOURCES storage_link_destroy.c $<TARGET_OBJECTS:storage_ops_hooks> LIBS rqspin_static
   TIMEOUT 120 LABELS storage unit)
@@ -78,12 +83,7 @@ target_compile_definitions(storage_link_destroy PRIVATE RQSPIN_STORAGE_TEST_HOOK
 # lock held by the interrupted code, a shrink) grows and shrinks other
 # owners' indexes: growth takes a new table, the shrink is skipped, nothing
 # waits. table.c compiled once more with the pool's test hook.
-add_library(storage_table_hooks OBJECT ${PROJECT_SOURCE_DIR}/src/storage/table.c)
-rqspin_config(storage_table_hooks RQSPIN_STORAGE_TEST_HOOKS=1)
-target_link_libraries(storage_table_hooks PRIVATE ${RQSPIN_STORAGE_LIBS})
-if(RQSPIN_SANITIZE STREQUAL "undefined")
-  target_compile_options(storage_table_hooks PRIVATE -fno-sanitize=alignment)
-endif()
+rqspin_storage_hooked(table)
 rqspin_add_test(NAME storage_pool_handler
   SOURCES storage_pool_handler.c $<TARGET_OBJECTS:storage_ops_hooks>
     $<TARGET_OBJECTS:storage_table_hooks> LIBS rqspin_static

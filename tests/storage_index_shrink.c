@@ -29,11 +29,6 @@
 
 static struct rqspin_storage_map *maps[NMAPS];
 
-struct val {
-	uint64_t tag; /* map << 32 | owner */
-	uint64_t inv;
-};
-
 static struct st_local *local_of(struct rqspin_storage_owner *o)
 {
 	return st_local_of((uintptr_t)o->storage_);
@@ -46,43 +41,29 @@ static uint32_t index_cap(struct rqspin_storage_owner *o)
 	return t == ST_EMPTY_TAB ? 0 : t->mask + 1;
 }
 
-static void put(int m, struct rqspin_storage_owner *o, unsigned owner_id)
+static void put(int m, struct rqspin_storage_owner *o, unsigned id)
 {
-	struct val v = { (uint64_t)m << 32 | owner_id, ~((uint64_t)m << 32 | owner_id) };
-
-	CHECK(rqspin_storage_update(maps[m], o, &v, RQSPIN_STORAGE_NOEXIST) == 0);
+	st_test_put(maps[m], (unsigned)m, o, id);
 }
 
-static void expect(int m, struct rqspin_storage_owner *o, unsigned owner_id, bool present)
+static void expect(int m, struct rqspin_storage_owner *o, unsigned id, bool present)
 {
-	int err = -1;
-	struct val *v = rqspin_storage_get(maps[m], o, NULL, 0, &err);
-
-	if (!present) {
-		CHECK(v == NULL);
-		return;
-	}
-	CHECK(v != NULL && err == 0);
-	CHECK(v->tag == ((uint64_t)m << 32 | owner_id) && v->inv == ~v->tag);
+	st_test_expect(maps[m], (unsigned)m, o, id, present);
 }
 
 int main(void)
 {
 	struct rqspin_storage_owner a = { 0 }, b = { 0 };
-	struct rqspin_alloc_stats st;
 	uint64_t base, raw0;
 	struct st_tab *t8;
 	struct st_local *la, *lb;
 	struct st_elem *eb;
 
 	tu_watchdog(60);
-	rqspin_storage_barrier();
-	rqspin_alloc_trim();
-	rqspin_alloc_stats_get(&st);
-	raw0 = st.small_bytes + st.large_bytes;
+	raw0 = raw_live_bytes();
 	base = live_bytes();
 	for (int i = 0; i < NMAPS; i++) {
-		maps[i] = rqspin_storage_map_create(sizeof(struct val), 0);
+		maps[i] = rqspin_storage_map_create(sizeof(struct st_test_val), 0);
 		CHECK(maps[i]);
 	}
 
@@ -142,10 +123,7 @@ int main(void)
 	for (int i = 0; i < NMAPS; i++)
 		rqspin_storage_map_destroy(maps[i]);
 	CHECK_EQ_U64(rqspin_storage_pool_bytes(), 0);
-	rqspin_storage_barrier();
-	rqspin_alloc_trim();
-	rqspin_alloc_stats_get(&st);
-	CHECK_EQ_U64(st.small_bytes + st.large_bytes, raw0);
+	CHECK_EQ_U64(raw_live_bytes(), raw0);
 	tu_write_str("storage_index_shrink: ok\n");
 	return 0;
 }

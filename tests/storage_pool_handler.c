@@ -37,11 +37,6 @@ static struct rqspin_storage_owner A, B, C;
 static _Atomic bool armed;
 static atomic_int handler_runs;
 
-struct val {
-	uint64_t tag; /* map << 32 | owner */
-	uint64_t inv;
-};
-
 static struct st_local *local_of(struct rqspin_storage_owner *o)
 {
 	return st_local_of((uintptr_t)o->storage_);
@@ -54,22 +49,12 @@ static struct st_tab *tab_of(struct rqspin_storage_owner *o)
 
 static void put(int m, struct rqspin_storage_owner *o, unsigned id)
 {
-	struct val v = { (uint64_t)m << 32 | id, ~((uint64_t)m << 32 | id) };
-
-	CHECK(rqspin_storage_update(M[m], o, &v, RQSPIN_STORAGE_NOEXIST) == 0);
+	st_test_put(M[m], (unsigned)m, o, id);
 }
 
 static void expect(int m, struct rqspin_storage_owner *o, unsigned id, bool present)
 {
-	int err = -1;
-	struct val *v = rqspin_storage_get(M[m], o, NULL, 0, &err);
-
-	if (!present) {
-		CHECK(v == NULL);
-		return;
-	}
-	CHECK(v != NULL && err == 0);
-	CHECK(v->tag == ((uint64_t)m << 32 | id) && v->inv == ~v->tag);
+	st_test_expect(M[m], (unsigned)m, o, id, present);
 }
 
 static void on_usr1(int sig)
@@ -109,17 +94,13 @@ static void hook(unsigned where, struct st_elem *e)
 
 int main(void)
 {
-	struct rqspin_alloc_stats st;
 	uint64_t raw0, pool0;
 	int block[] = { 0 };
 
 	tu_watchdog(60);
-	rqspin_storage_barrier();
-	rqspin_alloc_trim();
-	rqspin_alloc_stats_get(&st);
-	raw0 = st.small_bytes + st.large_bytes;
+	raw0 = raw_live_bytes();
 	for (int i = 0; i < NM; i++) {
-		M[i] = rqspin_storage_map_create(sizeof(struct val), 0);
+		M[i] = rqspin_storage_map_create(sizeof(struct st_test_val), 0);
 		CHECK(M[i]);
 	}
 	/* A: a first value and 12 indexed (16 slots). B: one value. C: a
@@ -167,10 +148,7 @@ int main(void)
 	for (int i = 0; i < NM; i++)
 		rqspin_storage_map_destroy(M[i]);
 	CHECK_EQ_U64(rqspin_storage_pool_bytes(), 0);
-	rqspin_storage_barrier();
-	rqspin_alloc_trim();
-	rqspin_alloc_stats_get(&st);
-	CHECK_EQ_U64(st.small_bytes + st.large_bytes, raw0);
+	CHECK_EQ_U64(raw_live_bytes(), raw0);
 	tu_write_str("storage_pool_handler: ok\n");
 	return 0;
 }
