@@ -43,6 +43,20 @@ if(TARGET rqspin_stall_gone)
   target_include_directories(rqspin_stall_gone PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endif()
 
+# A blocker that released the lock between the held-table read and the
+# /proc read and then slept is not a stall (white-box: slowpath.c compiled
+# once more with its test hook, which has the holder unlock right after the
+# waiter's state read; the holder's record names a sleeping thread).
+add_library(rqspin_slowpath_hooks OBJECT ${PROJECT_SOURCE_DIR}/src/lock/slowpath.c)
+rqspin_config(rqspin_slowpath_hooks RQSPIN_LOCK_TEST_HOOKS=1)
+target_link_libraries(rqspin_slowpath_hooks PRIVATE Threads::Threads)
+rqspin_add_test(NAME rqspin_stall_released
+  SOURCES rqspin_stall_released.c $<TARGET_OBJECTS:rqspin_slowpath_hooks> LIBS rqspin_static
+  TIMEOUT 120 LABELS rqspin unit)
+if(TARGET rqspin_stall_released)
+  target_include_directories(rqspin_stall_released PRIVATE ${PROJECT_SOURCE_DIR}/src)
+endif()
+
 # Signal storm (the kernel's NMI stress): per-thread 1 ms timers whose
 # handlers take locks (AA, ABBA, nested ABBA, ABBCCA), 4 and 16 threads.
 rqspin_add_test(NAME rqspin_signal_storm SOURCES rqspin_signal_storm.c

@@ -44,7 +44,9 @@
  * looked up in the held tables and the kernel is asked about it
  * (/proc/TID/stat and its CPU-time clock):
  *   - blocked (asleep, e.g. in a system call or a futex), stopped or
- *     traced: -ETIMEDOUT now, i.e. within about [T, 1.1T] of waiting;
+ *     traced: -ETIMEDOUT now, i.e. within about [T, 1.1T] of waiting,
+ *     provided the tables still name it after that look (one that let
+ *     the lock go and then slept is not a stall: look again in 1 ms);
  *   - runnable or running: the wait goes on. A preempted owner (busy
  *     machine, CPU quota, real-time thread on its CPU) never fails its
  *     waiters. An owner that keeps running without releasing fails them

@@ -272,6 +272,21 @@ static const struct rqspin_thread *blocker_of(struct waiter *w)
 	return b;
 }
 
+#ifdef RQSPIN_LOCK_TEST_HOOKS
+/* Test builds (tests/rqspin.cmake compiles this file once more with
+ * RQSPIN_LOCK_TEST_HOOKS): called where a race with another thread
+ * matters, so that a test can run that thread's step there. */
+enum { LOCK_HOOK_STALL_STATE = 1 /* a stall check read the blocker's state */ };
+void (*rqs_lock_test_hook)(unsigned where);
+#define LOCK_TEST_HOOK(w)                            \
+	do {                                         \
+		if (rqs_lock_test_hook)              \
+			rqs_lock_test_hook(w);       \
+	} while (0)
+#else
+#define LOCK_TEST_HOOK(w) ((void)0)
+#endif
+
 /* The deadline has passed: fail, or is the thread we wait for only kept
  * off the CPU? See stall.h. Returns true to fail. */
 static bool stalled(struct waiter *w, uint64_t now)
@@ -310,8 +325,20 @@ static bool stalled(struct waiter *w, uint64_t now)
 		w->deadline = sat_add(now, w->duration);
 		return false;
 	}
-	if (state != 'R')
-		return true; /* blocked or stopped */
+	LOCK_TEST_HOOK(LOCK_HOOK_STALL_STATE);
+	if (state != 'R') {
+		/* Blocked or stopped, unless it let go of what we wait for
+		 * between the tables and /proc: it released the lock, then
+		 * slept or began to exit (the state of an exiting thread is
+		 * not always 'Z' yet). The lock is changing hands; failing
+		 * here failed a pending waiter under load (rqspin_preempt) as
+		 * the owner released. Look again in 1 ms. */
+		if (blocker_of(w) != b || atomic_load_explicit(&b->tid, memory_order_relaxed) != tid) {
+			w->deadline = sat_add(now, NSEC_PER_MSEC);
+			return false;
+		}
+		return true;
+	}
 	cpu = rqs_stall_thread_cpu_ns(tid);
 	if (cpu == UINT64_MAX)
 		return true;

@@ -7,7 +7,9 @@
  * container, a real-time thread on its CPU). So when a waiter's deadline
  * passes, it asks the kernel about the thread it waits for (found through
  * the held tables):
- *   - asleep, in uninterruptible sleep, stopped or traced: stalled now;
+ *   - asleep, in uninterruptible sleep, stopped or traced: stalled now,
+ *     if the tables still name it once the state is read (a thread that
+ *     released the lock and then slept, or began to exit, is not);
  *   - runnable or running: wait on; it counts as stalled once it has run
  *     for a whole wait budget of CPU time since the first deadline (an
  *     owner spinning forever while it runs);
