@@ -28,4 +28,17 @@ static inline void bench_busy_ns(uint64_t ns)
 		;
 }
 
+/* The CPU's spin-wait hint, for loops that watch memory another thread
+ * writes. Async-signal-safe. */
+static inline __attribute__((always_inline)) void bench_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("isb" ::: "memory"); /* YIELD is a NOP without SMT */
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
 #endif

@@ -45,6 +45,7 @@
 #include <rqspin/alloc.h>
 
 #include "alloc.h"
+#include "clock.h"
 
 const char *const alloc_peer_name[ALLOC_NPEERS] = { "glibc", "jemalloc", "mimalloc", "rqspin" };
 
@@ -97,9 +98,9 @@ static unsigned long long xorshift(unsigned long long *s)
  * then sleeps on a futex until the other thread announces a change. Not
  * sched_yield(): on an idle machine it returns at once, but with CPU hogs
  * each yield can give a hog a whole scheduler slice (the xmalloc ring took
- * 34 s instead of 1 with four hogs on two CPUs). The waker makes a system call only
- * when somebody sleeps, so the idle figures keep no extra cost. Waiting
- * is never inside a measured loop.
+ * 34 s instead of 1 with four hogs on two CPUs). The waker makes a system
+ * call only when somebody sleeps, so the idle figures keep no extra cost.
+ * Waiting is never inside a measured loop.
  */
 #define XWAIT_SPINS 4096u
 
@@ -108,15 +109,6 @@ struct xwait {
 	_Atomic uint32_t sleepers; /* threads in (or about to enter) futex_wait */
 	char pad[56];
 };
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield" ::: "memory");
-#endif
-}
 
 /* Announce a change to w's waiter. seq_cst (both): with the waiter's
  * seq_cst increment of sleepers and the kernel's check of seq, either the
@@ -137,7 +129,7 @@ static void xwait_wait(struct xwait *w, uint32_t seq)
 	for (unsigned i = 0; i < XWAIT_SPINS; i++) {
 		if (atomic_load_explicit(&w->seq, memory_order_acquire) != seq)
 			return;
-		cpu_relax();
+		bench_cpu_relax();
 	}
 	atomic_fetch_add(&w->sleepers, 1);
 	syscall(SYS_futex, &w->seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);

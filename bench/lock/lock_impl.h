@@ -24,6 +24,8 @@
 #include <rqspin/qspinlock.h>
 #include <rqspin/rqspinlock.h>
 
+#include "clock.h"
+
 #ifdef RQSPIN_BENCH_HAVE_CK
 #include <ck_spinlock.h>
 #endif
@@ -33,17 +35,6 @@
 
 #define BL_ALWAYS_INLINE inline __attribute__((always_inline))
 #define BL_UNUSED(x) ((void)(x))
-
-static BL_ALWAYS_INLINE void bl_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("isb" ::: "memory"); /* YIELD is a NOP without SMT */
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
 
 /* ThreadSanitizer cannot see ck's inline-asm atomics: tell it which calls
  * are lock operations, so the critical-section data is not reported. */
@@ -179,7 +170,7 @@ static BL_ALWAYS_INLINE int bl_ttas_lock(void *o, void *c)
 		    __atomic_exchange_n(v, 1, __ATOMIC_ACQUIRE) == 0)
 			return 0;
 		for (unsigned i = 0; i < backoff; i++)
-			bl_cpu_relax();
+			bench_cpu_relax();
 		if (backoff < BL_TTAS_BACKOFF_MAX)
 			backoff <<= 1;
 	}
@@ -214,7 +205,7 @@ static BL_ALWAYS_INLINE int bl_cas_floor_lock(void *o, void *c)
 	BL_UNUSED(c);
 	while (!__atomic_compare_exchange_n(v, &expect, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
 		expect = 0;
-		bl_cpu_relax();
+		bench_cpu_relax();
 	}
 	return 0;
 }

@@ -285,8 +285,8 @@ RQSPIN_API void rqspin_storage_barrier(void);
  * is never freed while any map exists: it goes to a pool and is only
  * reused as another owner's index. Owners destroyed later give their
  * once-pooled tables back to the pool too. The pool's memory returns to
- * the allocator when the last map is destroyed. Async-signal-safe (0 when
- * called from a handler that interrupted a change of the pool).
+ * the allocator when the last map is destroyed. Async-signal-safe (one
+ * load; exact once no thread is changing the pool).
  */
 RQSPIN_API size_t rqspin_storage_pool_bytes(void);
 

@@ -389,7 +389,6 @@ static inline void st_read_unlock(void)
 void rqs_st_free_elem_rcu(struct st_elem *e);
 /* (With its grown tables, and its first element.) */
 void rqs_st_free_local_rcu(struct st_local *l);
-/* Free a chain of grown tables now (a storage's, after its grace period). */
 /* Free or pool l's tables (its deferred free). */
 void rqs_st_tab_free_all(struct st_local *l);
 /* Free the pool's tables; only while no map exists (rqs_st_no_maps_begin). */
@@ -398,8 +397,7 @@ void rqs_st_pool_drain(void);
  * rqs_st_no_maps_end. Not async-signal-safe (a mutex). */
 bool rqs_st_no_maps_begin(void);
 void rqs_st_no_maps_end(void);
-/* Tables of capacity cap in the pool, and the pool's bytes (tests). */
-uint64_t rqs_st_pool_tables(uint32_t cap);
+/* The pool's bytes (rqspin_storage_pool_bytes). */
 uint64_t rqs_st_pool_bytes(void);
 extern _Atomic uint64_t rqs_st_shrinks;
 /* Free an element that was never published (never an embedded one). */

@@ -17,7 +17,8 @@
  * state it had when it was replaced (a state the index had during the
  * reader's call), an odd seq, or another owner's stamp; the last two make
  * it retry with its owner's current table. The pool keeps tables of every
- * capacity for any owner; its memory is not given back to the allocator.
+ * capacity for any owner; its memory goes back to the allocator only when
+ * the last map is destroyed (no get can run then).
  */
 #include <string.h>
 
@@ -38,12 +39,13 @@ _Static_assert(ST_BARE_SLOTS * 2 >= POOL_MIN_CAP, "a bare storage's first grown 
  * index grows or shrinks, and the lock nests inside a storage's lock (a
  * leaf). A signal handler that interrupted this thread inside the pool
  * gets -EDEADLK from it and does without: it allocates a new table, and
- * keeps the one it gives up on its storage (see retire).
+ * keeps the one it gives up on its storage (see tab_retire).
  */
 static struct {
 	rqspinlock_t lock;
 	struct st_xtab *head[POOL_CLASSES];
-	uint64_t count[POOL_CLASSES];
+	/* Changed under the lock; read without it (rqs_st_pool_bytes). */
+	_Atomic uint64_t bytes;
 } pool;
 
 static unsigned pool_class(uint32_t cap)
@@ -73,7 +75,8 @@ static void pool_put(struct st_xtab *x)
 	x->t.pooled = 1;
 	x->older = pool.head[c];
 	pool.head[c] = x;
-	pool.count[c]++;
+	/* relaxed: a statistic; the lock orders the writers. */
+	atomic_fetch_add_explicit(&pool.bytes, rqspin_malloc_usable_size(x), memory_order_relaxed);
 }
 
 /* Pool lock held. A retired table of capacity cap, or NULL. */
@@ -84,7 +87,8 @@ static struct st_xtab *pool_take(uint32_t cap)
 
 	if (x) {
 		pool.head[c] = x->older;
-		pool.count[c]--;
+		atomic_fetch_sub_explicit(&pool.bytes, rqspin_malloc_usable_size(x),
+					  memory_order_relaxed);
 	}
 	return x;
 }
@@ -96,30 +100,12 @@ RQSPIN_API size_t rqspin_storage_pool_bytes(void)
 
 uint64_t rqs_st_pool_bytes(void)
 {
-	uint64_t n = 0;
-
-	if (!pool_lock())
-		return 0;
-	for (unsigned c = 0; c < POOL_CLASSES; c++)
-		for (struct st_xtab *x = pool.head[c]; x; x = x->older)
-			n += rqspin_malloc_usable_size(x);
-	pool_unlock();
-	return n;
+	/* relaxed: a statistic (exact once the pool is quiet). */
+	return atomic_load_explicit(&pool.bytes, memory_order_relaxed);
 }
 
 /* Shrinks done (tests: a race test shows it exercised them). */
 _Atomic uint64_t rqs_st_shrinks;
-
-uint64_t rqs_st_pool_tables(uint32_t cap)
-{
-	uint64_t n;
-
-	if (!pool_lock())
-		return 0;
-	n = pool.count[pool_class(cap)];
-	pool_unlock();
-	return n;
-}
 
 /* Elements a table of cap slots may hold: full for the small tables (a
  * probe reads at most 8 slots, two cache lines), 3/4 otherwise. */
@@ -416,8 +402,8 @@ void rqs_st_pool_drain(void)
 			pool.head[c] = x->older;
 			rqspin_free_nolock(x);
 		}
-		pool.count[c] = 0;
 	}
+	atomic_store_explicit(&pool.bytes, 0, memory_order_relaxed);
 	pool_unlock();
 }
 
