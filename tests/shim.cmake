@@ -36,6 +36,10 @@ add_test(NAME exported_symbols
           -DINC=${PROJECT_SOURCE_DIR}/include
           -P ${CMAKE_CURRENT_SOURCE_DIR}/check_exports.cmake)
 
+add_test(NAME shim_entry_alignment
+  COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM} -DSHIM=$<TARGET_FILE:rqspin-pthread>
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/check_shim_layout.cmake)
+
 add_test(NAME downstream_install
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/downstream/run.sh ${PROJECT_BINARY_DIR}
           ${CMAKE_CURRENT_BINARY_DIR}/downstream)
