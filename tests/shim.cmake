@@ -13,6 +13,11 @@ target_include_directories(shim_barging PRIVATE ${PROJECT_SOURCE_DIR}/src)
 rqspin_add_test(NAME shim_handoff_bound SOURCES shim_handoff_bound.c
   ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c TIMEOUT 120 LABELS rqspin stress)
 target_include_directories(shim_handoff_bound PRIVATE ${PROJECT_SOURCE_DIR}/src)
+# The turn bound: a barger goes to the back of a queue whose head is off
+# the CPU once its turn is over.
+rqspin_add_test(NAME shim_turn_bound SOURCES shim_turn_bound.c
+  ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c TIMEOUT 120 LABELS rqspin stress)
+target_include_directories(shim_turn_bound PRIVATE ${PROJECT_SOURCE_DIR}/src)
 
 # The pthread_spin_* preload shim, the exported symbols, and a downstream
 # project built against the installed tree. Sanitizer builds skip these:

@@ -137,6 +137,10 @@ struct waiter {
 	lockword_t *lock;
 	bool res;          /* resilient: check deadlocks and timeouts */
 	bool barge;        /* barging mode (the pthread_spin shim) */
+	/* Barging: may take a free lock ahead of waiters; false once the
+	 * caller's turn is over (pthread_shim.c, "Turns"). */
+	bool steal;
+	uint8_t took;      /* barging: how the lock was taken (barging.h) */
 	bool have_pending; /* we hold the pending bit */
 	bool handoff_asked; /* barging: we set the hand-off bit */
 	uint64_t handoff_at; /* barging: when the pending holder asks */
@@ -682,9 +686,10 @@ static inline int wait_step(struct waiter *w)
 }
 
 /* Take a free lock (or one whose owner died) if no waiter holds the
- * pending bit, or in barging mode if none asked for the hand-off.
- * Acquire: pairs with the unlock's release store. */
-static inline bool steal_once(lockword_t *l, bool *dead, bool barge)
+ * pending bit, or in barging mode if none asked for the hand-off;
+ * *took: RQSPIN__TOOK_AHEAD when a queue was waiting, else TOOK_FREE. Acquire: pairs with the unlock's
+ * release store. */
+static inline bool steal_once(lockword_t *l, bool *dead, bool barge, uint8_t *took)
 {
 	uint32_t keep_out = barge ? RQSPIN__HANDOFF_VAL : RQSPIN__PENDING_MASK;
 	uint32_t val = word_load(l, memory_order_relaxed);
@@ -693,6 +698,7 @@ static inline bool steal_once(lockword_t *l, bool *dead, bool barge)
 		if (word_cas(l, &val, (val & ~RQSPIN__LOCKED_MASK) | RQSPIN__LOCKED_VAL,
 			     memory_order_acquire)) {
 			*dead = locked_dead(val);
+			*took = (val & RQSPIN__TAIL_MASK) ? RQSPIN__TOOK_AHEAD : RQSPIN__TOOK_FREE;
 			return true;
 		}
 	}
@@ -981,7 +987,7 @@ static int nonode_lock(struct waiter *w, bool *dead)
 
 	stat_inc(&w->self->stats.nonode);
 	if (w->res && w->self->slot != NO_SLOT) {
-		if (steal_once(l, dead, w->barge))
+		if (steal_once(l, dead, w->barge, &w->took))
 			return 0;
 		w->event = RQSPIN_EV_NEST_FAIL;
 		return -EDEADLK;
@@ -1018,9 +1024,10 @@ static int nonode_lock(struct waiter *w, bool *dead)
 
 static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint32_t val,
 							 const bool res, const bool barge,
-							 uint64_t timeout)
+							 bool steal, uint8_t *took, uint64_t timeout)
 {
 	struct waiter w = { .self = registry_self(), .lock = lock, .res = res, .barge = barge,
+			    .steal = steal,
 			    .timeout = timeout, .spin_budget = SPIN_BUDGET };
 	struct rqspin_thread *self = w.self;
 	struct mcs_node *node, *next;
@@ -1067,8 +1074,8 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 	}
 	/* Barging: the same watch, whoever else waits, until a waiter asks
 	 * for the hand-off. */
-	for (i = 0; barge && i < ENTRY_SPINS; i++) {
-		if (steal_once(lock, &dead, true)) {
+	for (i = 0; barge && steal && i < ENTRY_SPINS; i++) {
+		if (steal_once(lock, &dead, true, &w.took)) {
 			stat_inc(&self->stats.stolen);
 			goto done;
 		}
@@ -1135,8 +1142,8 @@ queue:
 	/* The holder is most likely running: take the lock as it frees,
 	 * unless a waiter holds the pending bit (then the queue is moving
 	 * and FIFO order applies). */
-	for (i = 0; i < STEAL_SPINS; i++) {
-		if (steal_once(lock, &dead, barge)) {
+	for (i = 0; steal && i < STEAL_SPINS; i++) {
+		if (steal_once(lock, &dead, barge, &w.took)) {
 			stat_inc(&self->stats.stolen);
 			goto done;
 		}
@@ -1166,7 +1173,7 @@ queue:
 	atomic_store_explicit(&node->locked, MCS_WAIT, memory_order_relaxed);
 	tail = tail_encode(self->slot, idx);
 
-	if (steal_once(lock, &dead, barge)) {
+	if (steal && steal_once(lock, &dead, barge, &w.took)) {
 		stat_inc(&self->stats.stolen);
 		goto release_node;
 	}
@@ -1264,6 +1271,8 @@ release_node:
 	self->nesting = idx;
 done:
 	wait_unpublish(&w);
+	if (barge)
+		*took = w.took;
 	if (res && dead) {
 		stat_inc(&self->stats.owner_dead);
 		w.event = RQSPIN_EV_OWNER_DEAD;
@@ -1310,7 +1319,7 @@ bool rqspin__trylock_pending(rqspinlock_t *lock, uint32_t val)
 
 void rqspin__qspin_lock_slowpath(qspinlock_t *lock, uint32_t val)
 {
-	(void)slowpath(&lock->w, val, false, false, 0);
+	(void)slowpath(&lock->w, val, false, false, true, NULL, 0);
 }
 
 /* rqspinlock's slow path in either mode. A process-shared word has its own
@@ -1319,21 +1328,23 @@ void rqspin__qspin_lock_slowpath(qspinlock_t *lock, uint32_t val)
 static __attribute__((always_inline)) inline int rqspin_slowpath(rqspinlock_t *lock,
 								 uint32_t val,
 								 uint64_t timeout_ns,
-								 const bool barge)
+								 const bool barge, bool steal,
+								 uint8_t *took)
 {
 	uint64_t t = timeout_ns ? timeout_ns : rqs_lock_default_timeout();
 
 	if (val & RQSPIN__PSHARED_MARK)
 		return rqs_pshared_lock_slowpath(lock, val, t);
-	return slowpath(&lock->w, val, true, barge, t);
+	return slowpath(&lock->w, val, true, barge, steal, took, t);
 }
 
 int rqspin__lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 {
-	return rqspin_slowpath(lock, val, timeout_ns, false);
+	return rqspin_slowpath(lock, val, timeout_ns, false, true, NULL);
 }
 
-int rqspin__lock_slowpath_barging(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
+int rqspin__lock_slowpath_barging(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns,
+				  bool in_line, uint8_t *took)
 {
-	return rqspin_slowpath(lock, val, timeout_ns, true);
+	return rqspin_slowpath(lock, val, timeout_ns, true, !in_line, took);
 }
