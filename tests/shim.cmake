@@ -7,17 +7,27 @@ rqspin_add_test(NAME shim_pshared_api SOURCES shim_pshared_api.c
 # sanitizer builds check it too).
 rqspin_add_test(NAME shim_barging SOURCES shim_barging.c ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c
   TIMEOUT 120 LABELS rqspin stress)
-target_include_directories(shim_barging PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_include_directories(shim_barging PRIVATE ${PROJECT_SOURCE_DIR}/src
+  ${PROJECT_SOURCE_DIR}/src/arch/${RQSPIN_ARCH})
 # The barging bound: the pending waiter asks for the hand-off on time and
 # spins for the lock once it has asked.
 rqspin_add_test(NAME shim_handoff_bound SOURCES shim_handoff_bound.c
   ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c TIMEOUT 120 LABELS rqspin stress)
-target_include_directories(shim_handoff_bound PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_include_directories(shim_handoff_bound PRIVATE ${PROJECT_SOURCE_DIR}/src
+  ${PROJECT_SOURCE_DIR}/src/arch/${RQSPIN_ARCH})
 # The turn bound: a barger goes to the back of a queue whose head is off
 # the CPU once its turn is over.
 rqspin_add_test(NAME shim_turn_bound SOURCES shim_turn_bound.c
   ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c TIMEOUT 120 LABELS rqspin stress)
-target_include_directories(shim_turn_bound PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_include_directories(shim_turn_bound PRIVATE ${PROJECT_SOURCE_DIR}/src
+  ${PROJECT_SOURCE_DIR}/src/arch/${RQSPIN_ARCH})
+
+# The watch: glibc-like spinning first, bounded; none while holding
+# another lock.
+rqspin_add_test(NAME shim_watch_bound SOURCES shim_watch_bound.c
+  ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c TIMEOUT 300 LABELS rqspin unit)
+target_include_directories(shim_watch_bound PRIVATE ${PROJECT_SOURCE_DIR}/src
+  ${PROJECT_SOURCE_DIR}/src/arch/${RQSPIN_ARCH})
 
 # The pthread_spin_* preload shim, the exported symbols, and a downstream
 # project built against the installed tree. Sanitizer builds skip these:

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shim's watch (pthread_shim.c, "The watch"): a waiter that holds no
+ * other lock spins as glibc's lock does for up to 20 ms of its own
+ * running time before it enters the slow path; a waiter that holds
+ * another lock enters it at once, so that its deadlock checks run.
+ *
+ * The main thread holds the lock; a waiter thread calls pthread_spin_lock.
+ * Entering the slow path with only the holder ahead, the waiter takes the
+ * pending bit within a few microseconds. The main thread polls the word
+ * for that bit and then reads the CPU time the waiter has spent in that
+ * call:
+ *   - holding nothing else: the bit must appear (the watch is bounded;
+ *     without a bound this test times out) and only after the waiter has
+ *     run WATCHED_CPU_NS (the watch ran; without it, microseconds);
+ *   - holding another lock: the bit must appear before the waiter has run
+ *     WATCHED_CPU_NS (no watch).
+ * CPU time, not wall time: a loaded machine delays both, changes neither.
+ */
+#include <pthread.h>
+#include <time.h>
+
+#include "test_util.h"
+
+#define PENDING_BIT (1u << 8)
+#define WATCHED_CPU_NS 10000000ull /* half the watch */
+#define WAIT_LIMIT_NS (120 * 1000000000ull)
+
+static pthread_spinlock_t lock, other;
+static bool hold_other;
+static _Atomic uint64_t cpu_before; /* the waiter's, before its lock call */
+
+static uint64_t cpu_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	CHECK(clock_gettime(clock, &ts) == 0);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t word_of(pthread_spinlock_t *l)
+{
+	/* Relaxed: the word is only read, as a program could. */
+	return __atomic_load_n((volatile uint32_t *)l, __ATOMIC_RELAXED);
+}
+
+static void *waiter(void *arg)
+{
+	(void)arg;
+	/* A thread's first lock call sets it up and takes the slow path. */
+	CHECK(pthread_spin_lock(&other) == 0);
+	if (!hold_other)
+		CHECK(pthread_spin_unlock(&other) == 0);
+	/* Set-up costs (the first thread's registration) are not the wait's. */
+	atomic_store(&cpu_before, cpu_ns(CLOCK_THREAD_CPUTIME_ID));
+	CHECK(pthread_spin_lock(&lock) == 0);
+	CHECK(pthread_spin_unlock(&lock) == 0);
+	if (hold_other)
+		CHECK(pthread_spin_unlock(&other) == 0);
+	return NULL;
+}
+
+/* The waiter's CPU time in its lock call when it took the pending bit. */
+static uint64_t cpu_at_pending(bool holding)
+{
+	uint64_t start = tu_now_ns(), cpu;
+	clockid_t clock;
+	pthread_t t;
+
+	hold_other = holding;
+	atomic_store(&cpu_before, 0);
+	CHECK(pthread_spin_lock(&lock) == 0);
+	t = tu_thread_start(waiter, NULL);
+	CHECK(pthread_getcpuclockid(t, &clock) == 0);
+	while (!(word_of(&lock) & PENDING_BIT)) {
+		CHECK(tu_now_ns() - start < WAIT_LIMIT_NS);
+		tu_sleep_us(100);
+	}
+	cpu = cpu_ns(clock);
+	CHECK(atomic_load(&cpu_before) != 0);
+	cpu -= atomic_load(&cpu_before);
+	CHECK(pthread_spin_unlock(&lock) == 0);
+	tu_thread_join(t);
+	return cpu;
+}
+
+int main(void)
+{
+	uint64_t watched, direct;
+
+	CHECK(pthread_spin_init(&lock, PTHREAD_PROCESS_PRIVATE) == 0);
+	CHECK(pthread_spin_init(&other, PTHREAD_PROCESS_PRIVATE) == 0);
+	watched = cpu_at_pending(false);
+	direct = cpu_at_pending(true);
+	printf("shim_watch_bound: waiter's CPU time at the pending bit: %llu us holding "
+	       "nothing else, %llu us holding another lock\n",
+	       (unsigned long long)(watched / 1000), (unsigned long long)(direct / 1000));
+	CHECK_GE_U64(watched, WATCHED_CPU_NS);
+	CHECK(direct < WATCHED_CPU_NS);
+	CHECK_EQ_U64(word_of(&lock), 0);
+	CHECK(pthread_spin_destroy(&lock) == 0);
+	CHECK(pthread_spin_destroy(&other) == 0);
+	return 0;
+}
