@@ -13,6 +13,8 @@
  *   - holding nothing else: the bit must appear (the watch is bounded;
  *     without a bound this test times out) and only after the waiter has
  *     run WATCHED_CPU_NS (the watch ran; without it, microseconds);
+ *   - the same in the thread's first lock call, which registers the
+ *     thread (that call once went straight to the slow path);
  *   - holding another lock: the bit must appear before the waiter has run
  *     WATCHED_CPU_NS (no watch).
  * CPU time, not wall time: a loaded machine delays both, changes neither.
@@ -27,7 +29,7 @@
 #define WAIT_LIMIT_NS (120 * 1000000000ull)
 
 static pthread_spinlock_t lock, other;
-static bool hold_other;
+static enum { FIRST_CALL, NOTHING_ELSE, HOLDING_OTHER } how;
 static _Atomic uint64_t cpu_before; /* the waiter's, before its lock call */
 
 static uint64_t cpu_ns(clockid_t clock)
@@ -47,27 +49,26 @@ static uint32_t word_of(pthread_spinlock_t *l)
 static void *waiter(void *arg)
 {
 	(void)arg;
-	/* A thread's first lock call sets it up and takes the slow path. */
-	CHECK(pthread_spin_lock(&other) == 0);
-	if (!hold_other)
+	if (how != FIRST_CALL)
+		CHECK(pthread_spin_lock(&other) == 0);
+	if (how == NOTHING_ELSE)
 		CHECK(pthread_spin_unlock(&other) == 0);
-	/* Set-up costs (the first thread's registration) are not the wait's. */
 	atomic_store(&cpu_before, cpu_ns(CLOCK_THREAD_CPUTIME_ID));
 	CHECK(pthread_spin_lock(&lock) == 0);
 	CHECK(pthread_spin_unlock(&lock) == 0);
-	if (hold_other)
+	if (how == HOLDING_OTHER)
 		CHECK(pthread_spin_unlock(&other) == 0);
 	return NULL;
 }
 
 /* The waiter's CPU time in its lock call when it took the pending bit. */
-static uint64_t cpu_at_pending(bool holding)
+static uint64_t cpu_at_pending(int case_)
 {
 	uint64_t start = tu_now_ns(), cpu;
 	clockid_t clock;
 	pthread_t t;
 
-	hold_other = holding;
+	how = case_;
 	atomic_store(&cpu_before, 0);
 	CHECK(pthread_spin_lock(&lock) == 0);
 	t = tu_thread_start(waiter, NULL);
@@ -86,15 +87,19 @@ static uint64_t cpu_at_pending(bool holding)
 
 int main(void)
 {
-	uint64_t watched, direct;
+	uint64_t first, watched, direct;
 
 	CHECK(pthread_spin_init(&lock, PTHREAD_PROCESS_PRIVATE) == 0);
 	CHECK(pthread_spin_init(&other, PTHREAD_PROCESS_PRIVATE) == 0);
-	watched = cpu_at_pending(false);
-	direct = cpu_at_pending(true);
-	printf("shim_watch_bound: waiter's CPU time at the pending bit: %llu us holding "
-	       "nothing else, %llu us holding another lock\n",
-	       (unsigned long long)(watched / 1000), (unsigned long long)(direct / 1000));
+	first = cpu_at_pending(FIRST_CALL);
+	watched = cpu_at_pending(NOTHING_ELSE);
+	direct = cpu_at_pending(HOLDING_OTHER);
+	printf("shim_watch_bound: the waiter's CPU time in its lock call at the pending bit: "
+	       "%llu us in its first call, %llu us holding nothing else, %llu us holding "
+	       "another lock\n",
+	       (unsigned long long)(first / 1000), (unsigned long long)(watched / 1000),
+	       (unsigned long long)(direct / 1000));
+	CHECK_GE_U64(first, WATCHED_CPU_NS);
 	CHECK_GE_U64(watched, WATCHED_CPU_NS);
 	CHECK(direct < WATCHED_CPU_NS);
 	CHECK_EQ_U64(word_of(&lock), 0);

@@ -661,12 +661,7 @@ static int shim_lock_raw(rqspinlock_t *lock)
 	return ret;
 }
 
-static __attribute__((noinline)) int shim_lock_cold(rqspinlock_t *lock)
-{
-	int ret = shim_lock_raw(lock);
-
-	return ret == 0 ? 0 : lock_failed(lock, ret);
-}
+static __attribute__((noinline)) int shim_lock_cold(rqspinlock_t *lock);
 
 /* 0 or an error for pthread_spin_lock (after the policy). */
 static inline __attribute__((always_inline)) int shim_lock(rqspinlock_t *lock)
@@ -692,6 +687,21 @@ static inline __attribute__((always_inline)) int shim_lock(rqspinlock_t *lock)
 		return 0;
 	}
 	return shim_lock_contended(lock, val, how == BARGE_IN_LINE);
+}
+
+/* A thread's first call registers the thread and then takes the usual
+ * path: a first call that went straight to the slow path skipped the
+ * watch, and two threads in a tight loop that started contended stayed
+ * in the hand-off protocol. A full table goes to shim_lock_raw. */
+static __attribute__((noinline)) int shim_lock_cold(rqspinlock_t *lock)
+{
+	int ret;
+
+	if (!rqspin__tls_self &&
+	    __atomic_load_n(&rqspin__self_slow()->held.cnt, __ATOMIC_RELAXED) < RQSPIN_NR_HELD)
+		return shim_lock(lock);
+	ret = shim_lock_raw(lock);
+	return ret == 0 ? 0 : lock_failed(lock, ret);
 }
 
 SHIM_API SHIM_HOT int pthread_spin_lock(pthread_spinlock_t *lock)
