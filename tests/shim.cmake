@@ -3,31 +3,26 @@
 rqspin_add_test(NAME shim_pshared_api SOURCES shim_pshared_api.c
   TIMEOUT 90 LABELS rqspin unit)
 
-# Barging through the shim's own code linked into the test (so that the
-# sanitizer builds check it too).
-rqspin_add_test(NAME shim_barging SOURCES shim_barging.c ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c
-  TIMEOUT 120 LABELS rqspin stress)
-target_include_directories(shim_barging PRIVATE ${PROJECT_SOURCE_DIR}/src
-  ${PROJECT_SOURCE_DIR}/src/arch/${RQSPIN_ARCH})
+# Tests of the shim's own code linked into the test program (so that the
+# sanitizer builds check it too): its pthread_spin_* are the program's.
+function(rqspin_add_shim_source_test name timeout label)
+  rqspin_add_test(NAME ${name} SOURCES ${name}.c ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c
+    TIMEOUT ${timeout} LABELS rqspin ${label})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/src
+    ${PROJECT_SOURCE_DIR}/src/arch/${RQSPIN_ARCH})
+endfunction()
+
+# Mutual exclusion under barging, the hand-off asked for.
+rqspin_add_shim_source_test(shim_barging 120 stress)
 # The barging bound: the pending waiter asks for the hand-off on time and
 # spins for the lock once it has asked.
-rqspin_add_test(NAME shim_handoff_bound SOURCES shim_handoff_bound.c
-  ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c TIMEOUT 120 LABELS rqspin stress)
-target_include_directories(shim_handoff_bound PRIVATE ${PROJECT_SOURCE_DIR}/src
-  ${PROJECT_SOURCE_DIR}/src/arch/${RQSPIN_ARCH})
+rqspin_add_shim_source_test(shim_handoff_bound 120 stress)
 # The turn bound: a barger goes to the back of a queue whose head is off
 # the CPU once its turn is over.
-rqspin_add_test(NAME shim_turn_bound SOURCES shim_turn_bound.c
-  ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c TIMEOUT 120 LABELS rqspin stress)
-target_include_directories(shim_turn_bound PRIVATE ${PROJECT_SOURCE_DIR}/src
-  ${PROJECT_SOURCE_DIR}/src/arch/${RQSPIN_ARCH})
-
+rqspin_add_shim_source_test(shim_turn_bound 120 stress)
 # The watch: glibc-like spinning first, bounded; none while holding
 # another lock.
-rqspin_add_test(NAME shim_watch_bound SOURCES shim_watch_bound.c
-  ${PROJECT_SOURCE_DIR}/src/lock/pthread_shim.c TIMEOUT 300 LABELS rqspin unit)
-target_include_directories(shim_watch_bound PRIVATE ${PROJECT_SOURCE_DIR}/src
-  ${PROJECT_SOURCE_DIR}/src/arch/${RQSPIN_ARCH})
+rqspin_add_shim_source_test(shim_watch_bound 300 unit)
 
 # The pthread_spin_* preload shim, the exported symbols, and a downstream
 # project built against the installed tree. Sanitizer builds skip these:
