@@ -545,8 +545,8 @@ static inline __attribute__((always_inline)) enum barge barge_fast(rqspinlock_t 
  * threads in a tight loop otherwise fell into the hand-off protocol after
  * a few microseconds of spinning (the slow path watches only ENTRY_SPINS
  * pauses), and with one CPU hog per CPU ran at 0.4-0.6x glibc's
- * throughput, against 0.85x with the watch (medians of 8 interleaved runs
- * of rqspin-shim-worker loop 2, two `yes` hogs). Running time, not wall
+ * throughput, against 0.88x with the watch (median of 30 interleaved
+ * rounds of rqspin-shim-worker loop 2 1200 400, two `yes` hogs). Running time, not wall
  * time: a watcher that was preempted, or whose holder was, would otherwise
  * give up as soon as it ran again, and the hand-off that follows waits for
  * whichever thread is off the CPU next. Gaps between clock reads longer
@@ -584,7 +584,9 @@ static bool shim_watch(rqspinlock_t *lock)
 		uint32_t v = __atomic_load_n(&lock->w.val, __ATOMIC_RELAXED);
 		uint8_t free_byte = 0;
 
-		if (v & ~RQSPIN__LOCKED_MASK)
+		/* Waiters, or a holder that died: the slow path's business
+		 * (it takes a dead holder's lock over at once). */
+		if ((v & ~RQSPIN__LOCKED_MASK) || v == RQSPIN__LOCKED_OWNER_DEAD)
 			return false;
 		if (v == 0 && __atomic_compare_exchange_n(&lock->w.b.locked, &free_byte,
 							  RQSPIN__LOCKED_VAL, 0, __ATOMIC_ACQUIRE,
