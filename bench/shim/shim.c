@@ -12,6 +12,9 @@
  * runs it on the machine as it is and with one CPU-bound hog per CPU (the
  * harness's --background-load). The shim's fairness is the worst share of
  * any thread over any 400 ms window, as a fraction of its fair share.
+ * A ratio is the median over repeats of the two runs' ratio within one
+ * repeat (paired_ratio), so that the machine's drift between repeats
+ * cancels out.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +32,7 @@
 #include "json.h"
 #include "output.h"
 #include "progress.h"
+#include "stats.h"
 #include "suite.h"
 #include "sysinfo.h"
 #include "verdict.h"
@@ -199,6 +203,23 @@ static double median(const struct run *r, unsigned n)
 	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 }
 
+/* The median over repeats of shim/glibc within one repeat
+ * (stats_paired_ratio). The two runs of a repeat are back to back and
+ * share the machine's state of the moment; from one repeat to the next
+ * that state drifts (glibc alone went from 100 to 190 M/s between runs
+ * with CPU hogs), and a ratio of the two medians took that drift in: the
+ * same build's verdict at 2 threads with hogs ranged from 0.61 to 1.36. */
+static double paired_ratio(const struct run *shim, const struct run *glibc, unsigned n)
+{
+	double a[MAX_REPEATS], b[MAX_REPEATS];
+
+	for (unsigned i = 0; i < n; i++) {
+		a[i] = shim[i].ok ? shim[i].value : NAN;
+		b[i] = glibc[i].ok ? glibc[i].value : NAN;
+	}
+	return stats_paired_ratio(a, b, n, NULL, NULL, NULL);
+}
+
 static double worst_share(const struct run *r, unsigned n)
 {
 	double w = INFINITY;
@@ -227,7 +248,7 @@ static void add(struct verdict_list *v, double value, double limit, bool ge, con
 
 struct loop_row {
 	unsigned threads;
-	double glibc, shim, glibc_share, shim_share;
+	double glibc, shim, ratio, glibc_share, shim_share;
 };
 
 /* The model of the run time (progress.h): a pair run is 5 blocks of
@@ -252,7 +273,7 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 	struct load_snap l0, l1;
 	struct load_share load;
 	unsigned hogs = o->background_load;
-	double g, s, pg, ps;
+	double g, s, pg, ps, pr;
 	char m[112];
 	bool broken = false;
 	size_t nrows = 0;
@@ -270,12 +291,13 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 	progress_step(o->quiet, pair_cost_s(c));
 	pg = median(pair[IMPL_GLIBC], c->repeats);
 	ps = median(pair[IMPL_SHIM], c->repeats);
+	pr = paired_ratio(pair[IMPL_SHIM], pair[IMPL_GLIBC], c->repeats);
 	printf("pthread_spin_* through the PLT, %u background hog%s\n\n", hogs,
 	       hogs == 1 ? "" : "s");
 	printf("uncontended lock/unlock pair: glibc %.2f ns, shim %.2f ns, ratio %.3f\n\n", pg, ps,
-	       ps / pg);
+	       pr);
 	snprintf(m, sizeof(m), "%.2f vs %.2f ns", ps, pg);
-	add(v, ps / pg, 1.05, false, m, "%u hogs: uncontended pair, shim <= 1.05x glibc", hogs);
+	add(v, pr, 1.05, false, m, "%u hogs: uncontended pair, shim <= 1.05x glibc", hogs);
 
 	printf("tight loop (no think time), %u ms per run:\n%8s %12s %12s %8s %12s %12s\n", c->ms,
 	       "threads", "glibc M/s", "shim M/s", "ratio", "glibc share", "shim share");
@@ -296,13 +318,17 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 		progress_step(o->quiet, loop_cost_s(c));
 		g = median(loop[IMPL_GLIBC], c->repeats);
 		s = median(loop[IMPL_SHIM], c->repeats);
-		*row = (struct loop_row){ th, g, s, worst_share(loop[IMPL_GLIBC], c->repeats),
+		*row = (struct loop_row){ th,
+					  g,
+					  s,
+					  paired_ratio(loop[IMPL_SHIM], loop[IMPL_GLIBC], c->repeats),
+					  worst_share(loop[IMPL_GLIBC], c->repeats),
 					  worst_share(loop[IMPL_SHIM], c->repeats) };
-		printf("%8u %12.1f %12.1f %8.2f %11.0f%% %11.0f%%\n", th, g, s, s / g,
+		printf("%8u %12.1f %12.1f %8.2f %11.0f%% %11.0f%%\n", th, g, s, row->ratio,
 		       row->glibc_share * 100, row->shim_share * 100);
 		snprintf(m, sizeof(m), "%.1f vs %.1f M/s", s, g);
-		add(v, s / g, lim, true, m, "%u hogs, %u threads: shim >= %.1fx glibc", hogs, th,
-		    lim);
+		add(v, row->ratio, lim, true, m, "%u hogs, %u threads: shim >= %.1fx glibc", hogs,
+		    th, lim);
 		if (c->ms >= WINDOW_MS) {
 			snprintf(m, sizeof(m), "worst thread %.0f%% (glibc %.0f%%)",
 				 row->shim_share * 100, row->glibc_share * 100);
@@ -329,12 +355,14 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 		json_end_object(&j);
 		json_double(&j, "pair_glibc_ns", pg);
 		json_double(&j, "pair_shim_ns", ps);
+		json_double(&j, "pair_ratio", pr);
 		json_begin_array(&j, "loop");
 		for (size_t i = 0; i < nrows; i++) {
 			json_begin_object(&j, NULL);
 			json_uint(&j, "threads", rows[i].threads);
 			json_double(&j, "glibc_mops", rows[i].glibc);
 			json_double(&j, "shim_mops", rows[i].shim);
+			json_double(&j, "ratio", rows[i].ratio);
 			json_double(&j, "glibc_min_share", rows[i].glibc_share);
 			json_double(&j, "shim_min_share", rows[i].shim_share);
 			json_end_object(&j);
@@ -360,9 +388,11 @@ static void help(FILE *f)
 		"  loop    N threads, lock, counter++, unlock, no think time\n"
 		"          target: shim >= 0.9x glibc at 2 threads, >= 1.0x at more; every thread\n"
 		"          >= 10%% of its fair share in every 400 ms window\n"
-		"`all` runs it idle and with one CPU hog per CPU (--background-load).\n\n"
+		"Ratios are the median over repeats of shim/glibc within one repeat (the two\n"
+		"runs of a repeat are back to back). `all` runs it idle and with one CPU hog\n"
+		"per CPU (--background-load).\n\n"
 		"  --threads LIST  tight-loop thread counts (default 2,4,8,16,32)\n"
-		"  --repeats N     runs of each implementation per figure (default 3)\n"
+		"  --repeats N     runs of each implementation per figure (default 5)\n"
 		"  --ms N          length of one tight-loop run (default 1200; fairness is\n"
 		"                  judged over whole 400 ms windows)\n"
 		"  --worker PATH   the pthread program (default: the build's rqspin-shim-worker)\n"
@@ -386,7 +416,7 @@ static size_t options(struct cli_opt *opts, size_t max)
 	size_t n = sizeof(o) / sizeof(o[0]);
 
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.repeats = 3;
+	cfg.repeats = 5;
 	cfg.ms = 1200;
 	cfg.pair_iters = 2000000;
 	cfg.worker = RQSPIN_SHIM_WORKER;
@@ -450,9 +480,9 @@ const struct bench_suite bench_suite_shim = {
 	.run = run,
 	.cleanup = cleanup,
 	.all_runs = {
-		{ .tag = "shim", .args = { "--threads", "2,4,16,32", "--repeats", "3", NULL },
+		{ .tag = "shim", .args = { "--threads", "2,4,16,32", "--repeats", "5", NULL },
 		  .quick_args = { NULL } },
-		{ .tag = "shim-loaded", .args = { "--threads", "2,4,16,32", "--repeats", "3", NULL },
+		{ .tag = "shim-loaded", .args = { "--threads", "2,4,16,32", "--repeats", "5", NULL },
 		  .quick_args = { NULL }, .hog_per_cpu = true },
 	},
 };
