@@ -182,13 +182,7 @@ static struct run run_loop(const struct shim_cfg *c, enum impl impl, unsigned th
 
 /* ---- statistics and verdicts ---------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
+/* The median of the runs that completed (stats_median), NaN if none. */
 static double median(const struct run *r, unsigned n)
 {
 	double v[MAX_REPEATS];
@@ -197,10 +191,7 @@ static double median(const struct run *r, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		if (r[i].ok)
 			v[k++] = r[i].value;
-	if (!k)
-		return NAN;
-	qsort(v, k, sizeof(v[0]), cmp_double);
-	return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+	return stats_median(v, k);
 }
 
 /* The median over repeats of shim/glibc within one repeat

@@ -545,9 +545,9 @@ static inline __attribute__((always_inline)) enum barge barge_fast(rqspinlock_t 
  * threads in a tight loop otherwise fell into the hand-off protocol after
  * a few microseconds of spinning (the slow path watches only ENTRY_SPINS
  * pauses), and with one CPU hog per CPU ran at 0.4-0.6x glibc's
- * throughput, against 0.88x with the watch (median of 30 interleaved
- * rounds of rqspin-shim-worker loop 2 1200 400, two `yes` hogs). Running time, not wall
- * time: a watcher that was preempted, or whose holder was, would otherwise
+ * throughput, against 0.82-0.95x with the watch (medians of eight runs of
+ * 20-40 interleaved rounds of rqspin-shim-worker loop 2 1200 400, two
+ * `yes` hogs). Running time, not wall time: a watcher that was preempted, or whose holder was, would otherwise
  * give up as soon as it ran again, and the hand-off that follows waits for
  * whichever thread is off the CPU next. Gaps between clock reads longer
  * than WATCH_GAP_NS are time off the CPU and do not count.
