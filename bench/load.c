@@ -17,7 +17,7 @@
 
 /* In the forked child of a multithreaded process: async-signal-safe calls
  * only, no return. */
-static __attribute__((noreturn)) void hog(pid_t parent)
+static __attribute__((noreturn)) void hog(pid_t parent, int cpu)
 {
 	volatile unsigned long counter = 0;
 
@@ -26,13 +26,37 @@ static __attribute__((noreturn)) void hog(pid_t parent)
 	 * window in which the parent died before the prctl. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
 		_exit(0);
+	if (cpu >= 0) {
+		cpu_set_t one;
+
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		/* Best effort: an unpinned hog still loads the machine. */
+		(void)sched_setaffinity(0, sizeof(one), &one);
+	}
 	for (;;)
 		counter++;
+}
+
+/* The usable CPUs, in order; their count (0 when unknown). */
+static unsigned usable_cpu_list(int *cpus, unsigned max)
+{
+	cpu_set_t set;
+	unsigned n = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return 0;
+	for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+		if (CPU_ISSET(c, &set))
+			cpus[n++] = c;
+	return n;
 }
 
 bool load_hogs_start(struct load_hogs *h, unsigned n)
 {
 	pid_t self = getpid();
+	static int cpus[CPU_SETSIZE];
+	unsigned ncpus = usable_cpu_list(cpus, CPU_SETSIZE);
 
 	h->n = 0;
 	if (n > LOAD_MAX_HOGS) {
@@ -43,8 +67,13 @@ bool load_hogs_start(struct load_hogs *h, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		pid_t pid = fork();
 
+		/* Hog i on the i-th usable CPU, round robin: "one hog per
+		 * CPU" then means one on each. Left to the scheduler, two
+		 * hogs could share a CPU for a whole run, and which CPU the
+		 * measured threads shared with what changed the figures by
+		 * tens of percent from run to run (bench/README.md). */
 		if (pid == 0)
-			hog(self);
+			hog(self, ncpus ? cpus[i % ncpus] : -1);
 		if (pid < 0) {
 			cli_error("--background-load: cannot start hog %u of %u: %s", i + 1, n,
 				  strerror(errno));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Background load (--background-load N): N CPU-bound hog processes, pinned
- * nowhere, each a busy loop on a volatile counter, started before a suite
+ * Background load (--background-load N): N CPU-bound hog processes, hog i
+ * pinned to the i-th usable CPU (round robin), each a busy loop on a
+ * volatile counter, started before a suite
  * measures and stopped after. Servers run on busy machines; these put the
  * suite on one. Processes rather than threads: they do not share this
  * process's allocator or signal handlers, and the load figures
