@@ -9,6 +9,13 @@
 rqspin_add_test(NAME rqspin_aa SOURCES rqspin_aa.c
   TIMEOUT 120 LABELS rqspin unit signal)
 
+# Cross-thread unlock credits the holder, not a thread that only has an
+# entry for the lock (acquiring: handler-interrupted, or before its CAS;
+# releasing); a stress of the same; unlocks past the table under
+# contention. TSan does not allow cross-thread unlocks.
+rqspin_add_test(NAME rqspin_cross_unlock_owner SOURCES rqspin_cross_unlock_owner.c NO_TSAN
+  TIMEOUT 240 LABELS rqspin stress signal)
+
 # Held-table overflow: 34 locks, re-lock of an untracked one -> -ETIMEDOUT
 # after >= the timeout (100 ms here).
 rqspin_add_test(NAME rqspin_held_overflow SOURCES rqspin_held_overflow.c

@@ -70,8 +70,13 @@
  * Cross-thread unlock: a lock may be released by a thread other than the
  * one that took it; the owner's entry is dropped (posted to the owner,
  * which removes it at its next slow-path call) before the lock is free,
- * so the owner never mistakes it for a hold. ThreadSanitizer's mutex
- * model does not allow such unlocks: TSan builds report them.
+ * so the owner never mistakes it for a hold. Threads waiting for the lock
+ * are never taken for its owner; a thread a few instructions into a lock
+ * or unlock call of it may be, so the unlock waits (yielding) until that
+ * thread has moved on: if it is kept off the CPU there for longer than
+ * the default timeout, the release may be credited to it, and the owner
+ * then reports false AA on that lock. ThreadSanitizer's mutex model does
+ * not allow such unlocks: TSan builds report them.
  *
  * fork(): fork never writes a lock word (a lock in MAP_SHARED memory may
  * belong to the parent's threads). In the child, what vanished threads
@@ -182,9 +187,12 @@ RQSPIN_MUST_CHECK static inline bool rqspin_trylock(rqspinlock_t *lock);
 /*
  * Release a lock (acquired with 0 or -EOWNERDEAD). The usual caller is the
  * thread that took it, in any order (LIFO is cheapest); another thread may
- * release it too (its held entry is dropped from the owner's table). Debug
- * builds (RQSPIN_DEBUG) abort on NULL and on a lock that is not locked.
- * Async-signal-safe; a signal handler releases only locks it took itself.
+ * release it too (its held entry is dropped from the owner's table; such
+ * an unlock may yield the CPU while another thread is a few instructions
+ * into a lock or unlock call of the same lock, see "Cross-thread unlock"
+ * above). Debug builds (RQSPIN_DEBUG) abort on NULL and on a lock that is
+ * not locked. Async-signal-safe; a signal handler releases only locks it
+ * took itself.
  */
 static inline void rqspin_unlock(rqspinlock_t *lock);
 

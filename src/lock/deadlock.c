@@ -279,6 +279,6 @@ void rqs_report_fill_thread(struct rqspin_report_thread *out, const struct rqspi
 	for (i = 0; i < RQSPIN_NR_HELD; i++) {
 		const void *e = i < n ? held_entry(t, i) : NULL;
 
-		out->held[i] = e == RQSPIN__HELD_RELEASED ? NULL : e;
+		out->held[i] = e == RQSPIN__HELD_RELEASED ? NULL : entry_lock(e);
 	}
 }

@@ -21,12 +21,21 @@
  *   RELEASED ──(reaches the top)──> trimmed
  *   NULL: an untracked lock that moved below the table's top after an
  *         out-of-order unlock (held; identity unknown)
+ *
+ * A lock pointer enters as an attempt (RQSPIN__HELD_ATTEMPT set) before
+ * the acquiring CAS and becomes a hold (bit cleared, in place) once the
+ * lock is taken; a failed attempt is removed. Only holds receive posted
+ * releases.
  */
 #include <stddef.h>
 
 #include <rqspin/rqspinlock.h>
 
+#include "arch.h"
+#include "arch/clock.h"
+#include "common/os.h"
 #include "lock/held.h"
+#include "lock/settings.h"
 
 static inline uint32_t tracked(uint32_t cnt)
 {
@@ -68,7 +77,7 @@ bool rqs_held_by(const struct rqspin_thread *t, const void *lock, bool attempt)
 	uint32_t n = tracked(cnt), i, entries = 0, p;
 
 	for (i = 0; i < n; i++)
-		if (held_entry(t, i) == lock)
+		if (entry_lock(held_entry(t, i)) == lock)
 			entries++;
 	/* The attempt is the newest entry for lock, and not a hold; past
 	 * the table it was never recorded. */
@@ -78,6 +87,18 @@ bool rqs_held_by(const struct rqspin_thread *t, const void *lock, bool attempt)
 		return false;
 	p = posted(t, lock);
 	return entries > p;
+}
+
+bool rqs_held_owns(const struct rqspin_thread *t, const void *lock)
+{
+	uint32_t cnt = held_count_acquire(t);
+	uint32_t n = tracked(cnt), i, holds = 0;
+
+	/* Exact: an attempt entry is lock | RQSPIN__HELD_ATTEMPT. */
+	for (i = 0; i < n; i++)
+		if (held_entry(t, i) == lock)
+			holds++;
+	return holds > posted(t, lock);
 }
 
 bool rqs_held_holds_any(const struct rqspin_thread *t, bool attempt)
@@ -162,10 +183,9 @@ void rqs_held_drain(struct rqspin_thread *self)
 			continue;
 		n = tracked(held_count(self));
 		for (i = 0; i < n; i++) {
-			/* Not the lock we are acquiring right now: that post
-			 * was for an untracked hold of it. */
-			if (i + 1 == held_count(self) && held_waiting_for(self) == lock)
-				break;
+			/* Holds only (an attempt entry never equals lock):
+			 * posts are made for holds. None: the post was for an
+			 * untracked hold. */
 			if (held_entry(self, i) == lock) {
 				set_entry(self, i, RQSPIN__HELD_RELEASED);
 				break;
@@ -236,6 +256,55 @@ void rqspin__held_pop_slow(struct rqspin__thread_hot *hot, const void *lock)
 	(void)own_remove((struct rqspin_thread *)hot, lock);
 }
 
+/* Entry i from old to new if it still is old, in one instruction: a
+ * signal handler of ours cannot land between the compare and the store.
+ * Only this thread and its handlers write the table (remote readers take
+ * either value), so x86 needs no LOCK prefix; relaxed elsewhere. */
+static bool entry_swap(struct rqspin_thread *self, uint32_t i, const void *old, const void *new)
+{
+#if defined(__x86_64__) && !defined(RQSPIN__TSAN)
+	bool ok;
+
+	__asm__ __volatile__("cmpxchgq %3, %1"
+			     : "=@ccz"(ok), "+m"(self->hot.held.locks[i]), "+a"(old)
+			     : "r"(new));
+	return ok;
+#else
+	return __atomic_compare_exchange_n(&self->hot.held.locks[i], &old, new, 0,
+					   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+#endif
+}
+
+/* The newest entry equal to from becomes to. A handler may move entries
+ * between the search and the swap (the swap then fails): search again.
+ * None: the entry is past the table, or a handler dropped it. */
+static void entry_retag(struct rqspin_thread *self, const void *from, const void *to)
+{
+	for (;;) {
+		int i = find_newest(self, held_count(self), from);
+
+		if (i < 0 || entry_swap(self, (uint32_t)i, from, to))
+			return;
+	}
+}
+
+void rqspin__held_mark_attempt(struct rqspin__thread_hot *hot, const void *lock)
+{
+	struct rqspin_thread *self = (struct rqspin_thread *)hot;
+	/* The top entry, unless a handler left a lock above it. */
+	uint32_t cnt = held_count(self);
+
+	if (cnt == 0 || cnt > RQSPIN_NR_HELD)
+		return;
+	if (!entry_swap(self, cnt - 1, lock, attempt_entry(lock)))
+		entry_retag(self, lock, attempt_entry(lock));
+}
+
+void rqspin__held_confirm(struct rqspin__thread_hot *hot, const void *lock)
+{
+	entry_retag((struct rqspin_thread *)hot, attempt_entry(lock), lock);
+}
+
 void rqs_held_release_entry(struct rqspin_thread *self)
 {
 	uint32_t cnt = held_count(self);
@@ -253,22 +322,75 @@ void rqs_held_release_entry(struct rqspin_thread *self)
 	trim(self);
 }
 
-/* Another live thread whose table says it holds lock (not as the lock it
- * is waiting for), or NULL. */
-static struct rqspin_thread *foreign_owner(const struct rqspin_thread *self, const void *lock)
+/* The live threads other than self whose tables hold lock: the first
+ * one in *first; how many (counting stops at 2). */
+static unsigned owners_of(const struct rqspin_thread *self, const void *lock,
+			  struct rqspin_thread **first)
 {
 	uint32_t n = rqs_registry_high_water(), i;
+	unsigned found = 0;
 
-	for (i = 0; i < n; i++) {
+	*first = NULL;
+	for (i = 0; i < n && found < 2; i++) {
 		struct rqspin_slot *s = rqs_registry_slot(i);
 
 		if (!s || &s->t == self || held_count(&s->t) == 0 ||
 		    atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_USED)
 			continue;
-		if (rqs_held_by(&s->t, lock, held_waiting_for(&s->t) == lock))
-			return &s->t;
+		if (rqs_held_owns(&s->t, lock) && found++ == 0)
+			*first = &s->t;
 	}
-	return NULL;
+	return found;
+}
+
+/* Spins before each look, then yields. */
+#define OWNER_SPINS 64u
+
+/* Does self hold locks its table cannot name (past the table, or moved
+ * into it as NULL by an out-of-order unlock)? */
+static bool holds_untracked(const struct rqspin_thread *self)
+{
+	uint32_t cnt = held_count(self);
+
+	return cnt > RQSPIN_NR_HELD || find_newest(self, cnt, NULL) >= 0;
+}
+
+/*
+ * The live thread that holds lock, for a cross-thread unlock, or NULL.
+ *
+ * A plain entry is a hold, or a lock call between instructions: pushed
+ * before its CAS and not yet marked by the slow path (the CAS failed, as
+ * the lock is held), or released and not yet removed. Both last a few
+ * instructions, so one thread with the entry is the holder, unless we
+ * hold the lock ourselves past our table (then nobody's entry says so).
+ * Two or more, or one while we hold untracked locks: look again until
+ * one is left (or none: ours) -- those in such a window leave it as soon
+ * as they run. A thread kept off the CPU in its window keeps us looking,
+ * for at most the default timeout; after that the first one found is
+ * taken (crediting the release to it leaves the holder's entry behind).
+ */
+static struct rqspin_thread *foreign_owner(const struct rqspin_thread *self, const void *lock)
+{
+	struct rqspin_thread *first;
+	unsigned found = owners_of(self, lock, &first), looks;
+	bool untracked_ours = holds_untracked(self);
+	uint64_t until = 0;
+
+	for (looks = 1; found > 1 || (found == 1 && untracked_ours); looks++) {
+		if (looks <= OWNER_SPINS) {
+			arch_cpu_relax();
+		} else {
+			uint64_t now = rqs_arch_now_ns();
+
+			if (!until)
+				until = now + rqs_lock_default_timeout();
+			else if (now >= until)
+				break;
+			rqs_os_yield();
+		}
+		found = owners_of(self, lock, &first);
+	}
+	return first;
 }
 
 static bool post_release(struct rqspin_thread *owner, const void *lock)
@@ -304,6 +426,9 @@ void rqspin__unlock_slow(struct rqspin__thread_hot *hot, void *lock)
 	struct rqspin_thread *owner;
 
 	rqs_held_drain(self);
+	/* A hold of ours (exact: an attempt entry of ours is not one; a
+	 * handler that unlocks the lock its interrupted code waits for
+	 * releases the holder's lock). */
 	if (find_newest(self, held_count(self), lock) >= 0) {
 		/* Ours, out of LIFO order. Store first, as in the inline
 		 * unlock: our handlers must never find the lock held by us
@@ -330,8 +455,12 @@ bool rqs_held_claim_ghost_entry(struct rqspin_thread *ghost, const void *lock)
 	uint32_t i = tracked(held_count(ghost));
 
 	while (i-- > 0) {
-		const void *expect = lock;
+		/* A ghost that took the lock may have vanished before it
+		 * confirmed its entry: either kind. */
+		const void *expect = held_entry(ghost, i);
 
+		if (entry_lock(expect) != lock)
+			continue;
 		/* Repairers of the same lock race here; the one whose CAS
 		 * turns the entry into a mark owns the repair. relaxed: the
 		 * lock word CAS that follows carries no data of the ghost's
@@ -355,10 +484,13 @@ void rqs_held_abandon(struct rqspin_thread *t)
 
 	rqs_held_drain(t);
 	for (i = 0; i < n; i++) {
-		union rqspin__word *w = (union rqspin__word *)held_entry(t, i);
+		const void *e = held_entry(t, i);
+		union rqspin__word *w = (union rqspin__word *)e;
 		uint32_t val;
 
-		if (!w || (const void *)w == RQSPIN__HELD_RELEASED)
+		/* An attempt is no hold (a thread exits between lock calls,
+		 * not inside one). */
+		if (!w || e == RQSPIN__HELD_RELEASED || entry_is_attempt(e))
 			continue;
 		val = __atomic_load_n(&w->val, __ATOMIC_RELAXED);
 		/* release: whatever the dead thread wrote under the lock is

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rqspin/rqspinlock.h>
+
 #include "lock/registry.h"
 
 static inline uint32_t held_count(const struct rqspin_thread *t)
@@ -27,15 +29,50 @@ static inline const void *held_entry(const struct rqspin_thread *t, uint32_t i)
 	return __atomic_load_n(&t->hot.held.locks[i], __ATOMIC_RELAXED);
 }
 
+/* The lock an entry names, attempt or hold (RELEASED and NULL as they are). */
+static inline const void *entry_lock(const void *e)
+{
+	return (const void *)((uintptr_t)e & ~RQSPIN__HELD_ATTEMPT);
+}
+
+static inline bool entry_is_attempt(const void *e)
+{
+	return ((uintptr_t)e & RQSPIN__HELD_ATTEMPT) != 0;
+}
+
+static inline const void *attempt_entry(const void *lock)
+{
+	return (const void *)((uintptr_t)lock | RQSPIN__HELD_ATTEMPT);
+}
+
 static inline const void *held_waiting_for(const struct rqspin_thread *t)
 {
 	return atomic_load_explicit(&t->waiting_for, memory_order_relaxed);
 }
 
-/* Does t's table say t holds lock? attempt: t's top entry for lock is the
- * acquisition in progress, not a hold. Cross-thread releases posted to t
- * are subtracted. Untracked holds (past the table) are invisible. */
+/* Does t's table say t holds lock? Entries of either kind count; attempt:
+ * t's newest entry for lock is the acquisition in progress, not a hold.
+ * Cross-thread releases posted to t are subtracted. Untracked holds (past
+ * the table) are invisible. */
 bool rqs_held_by(const struct rqspin_thread *t, const void *lock, bool attempt);
+
+/* Does t's table show a plain entry for lock (not one marked as the
+ * slow path's attempt), beyond the releases posted to t? */
+bool rqs_held_owns(const struct rqspin_thread *t, const void *lock);
+
+/* Slow path entry: our entry for lock (the top one) is marked as an
+ * attempt, so that no other thread takes us for its holder while we wait
+ * (a signal handler that interrupts the wait replaces waiting_for). */
+static inline void rqs_held_mark_attempt(struct rqspin_thread *self, const void *lock)
+{
+	rqspin__held_mark_attempt(&self->hot, lock);
+}
+
+/* The slow path took the lock: its attempt entry becomes a hold. */
+static inline void rqs_held_confirm(struct rqspin_thread *self, const void *lock)
+{
+	rqspin__held_confirm(&self->hot, lock);
+}
 
 /* Might t hold any lock besides its attempt? (A thread that holds nothing
  * is in no deadlock cycle.) */

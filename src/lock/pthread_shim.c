@@ -620,7 +620,13 @@ static __attribute__((noinline)) int shim_lock_contended(rqspinlock_t *lock, uin
 #if SHIM_WATCH_NS
 	if (!in_line && !(val & ~RQSPIN__LOCKED_MASK) &&
 	    __atomic_load_n(&rqspin__tls_self->held.cnt, __ATOMIC_RELAXED) == 1) {
+		struct rqspin__thread_hot *self = rqspin__tls_self;
+
+		/* A waiter, as in the slow path: no cross-thread unlock may
+		 * take our entry for the holder's while we watch. */
+		rqspin__held_mark_attempt(self, lock);
 		if (shim_watch(lock)) {
+			rqspin__held_confirm(self, lock);
 			RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY);
 			return 0;
 		}

@@ -1040,6 +1040,7 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 		/* Releases other threads made of our locks: drop them before
 		 * the table is read (a stale entry would be a false AA). */
 		rqs_held_drain(self);
+		rqs_held_mark_attempt(self, lock);
 		if (held_aa(self, lock)) {
 			/* AA on entry: the caller (or the code its signal
 			 * handler interrupted) holds or is acquiring it. */
@@ -1270,6 +1271,10 @@ release_node:
 	atomic_signal_fence(memory_order_seq_cst);
 	self->nesting = idx;
 done:
+	/* A hold from here on, before the wait is withdrawn: whoever looks
+	 * for the lock's taker finds us as one or the other throughout. */
+	if (res)
+		rqs_held_confirm(self, lock);
 	wait_unpublish(&w);
 	if (barge)
 		*took = w.took;
@@ -1332,10 +1337,17 @@ static __attribute__((always_inline)) inline int rqspin_slowpath(rqspinlock_t *l
 								 uint8_t *took)
 {
 	uint64_t t = timeout_ns ? timeout_ns : rqs_lock_default_timeout();
+	struct rqspin_thread *self;
+	int ret;
 
-	if (val & RQSPIN__PSHARED_MARK)
-		return rqs_pshared_lock_slowpath(lock, val, t);
-	return slowpath(&lock->w, val, true, barge, steal, took, t);
+	if (!(val & RQSPIN__PSHARED_MARK))
+		return slowpath(&lock->w, val, true, barge, steal, took, t);
+	self = registry_self();
+	rqs_held_mark_attempt(self, lock);
+	ret = rqs_pshared_lock_slowpath(lock, val, t);
+	if (ret == 0 || ret == -EOWNERDEAD)
+		rqs_held_confirm(self, lock);
+	return ret;
 }
 
 int rqspin__lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)

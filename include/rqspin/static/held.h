@@ -22,7 +22,11 @@
  * below cnt stands for an untracked lock that moved down after an
  * out-of-order unlock (held, identity unknown). Entries equal to
  * RQSPIN__HELD_RELEASED were released by another thread (cross-thread
- * unlock) and are dropped lazily.
+ * unlock) and are dropped lazily. An entry with the RQSPIN__HELD_ATTEMPT
+ * bit set is a lock the thread is waiting for in a slow path, not yet
+ * held (set on entry to the slow path, cleared once the lock is taken; a
+ * table read from a signal handler that interrupted such a wait shows
+ * one). The inline paths push plain entries.
  */
 struct rqspin_held_locks {
 	uint32_t cnt;
@@ -32,5 +36,9 @@ struct rqspin_held_locks {
 
 /* Marks an entry whose lock another thread released (see above). */
 #define RQSPIN__HELD_RELEASED ((const void *)1)
+
+/* The attempt bit of an entry (see above). Lock words are 4-byte aligned,
+ * so bit 1 of a lock's address is free; it is not RELEASED's bit. */
+#define RQSPIN__HELD_ATTEMPT ((uintptr_t)2)
 
 #endif /* RQSPIN_STATIC_HELD_H */
