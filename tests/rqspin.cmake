@@ -16,6 +16,12 @@ rqspin_add_test(NAME rqspin_aa SOURCES rqspin_aa.c
 rqspin_add_test(NAME rqspin_cross_unlock_owner SOURCES rqspin_cross_unlock_owner.c NO_TSAN
   TIMEOUT 240 LABELS rqspin stress signal)
 
+# A lock released by one of the program's key destructors at thread exit
+# is not taken over (owner-dead) before that destructor runs; one nobody
+# releases still is.
+rqspin_add_test(NAME rqspin_exit_destructor SOURCES rqspin_exit_destructor.c
+  TIMEOUT 120 LABELS rqspin unit)
+
 # Held-table overflow: 34 locks, re-lock of an untracked one -> -ETIMEDOUT
 # after >= the timeout (100 ms here).
 rqspin_add_test(NAME rqspin_held_overflow SOURCES rqspin_held_overflow.c

@@ -19,7 +19,9 @@
  *   -ETIMEDOUT   the thread the caller waits for made no progress for the
  *                timeout (below). Not acquired.
  *   -EOWNERDEAD  the previous holder thread exited while holding the lock
- *                (or, in a child of fork(), vanished in the fork). The lock
+ *                (still held once its thread-specific-data destructors have
+ *                run: one of them may release it), or, in a child of
+ *                fork(), vanished in the fork. The lock
  *                IS acquired by the caller (as with a robust pthread
  *                mutex): the data it protects may be inconsistent; repair
  *                or discard it, then rqspin_unlock().

@@ -3,6 +3,7 @@
  * Thread registry: lock-free slot assignment, release at thread exit,
  * reset in a forked child. See registry.h.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "common/os.h"
 #include "common/table.h"
+#include "lock/held.h"
 #include "lock/registry.h"
 
 #define SLOTS_PER_CHUNK 64u
@@ -135,6 +137,7 @@ static void thread_record_init(struct rqspin_thread *t, uint32_t slot)
 {
 	t->slot = slot;
 	t->nesting = 0;
+	t->exit_rounds = 0;
 	atomic_store_explicit(&t->tid, (pid_t)rqs_os_gettid(), memory_order_relaxed);
 }
 
@@ -241,6 +244,19 @@ static void thread_exit(void *arg)
 {
 	struct rqspin_thread *t = arg;
 
+	/* Our key was created at load time, so its destructor runs before
+	 * the program's in each round, and a program may end a critical
+	 * section in one of its own (a per-thread guard released at exit).
+	 * While the thread holds a lock, have glibc call us again in its
+	 * next round (it runs rounds while keys are set, at most
+	 * PTHREAD_DESTRUCTOR_ITERATIONS); only in the last one is what is
+	 * still held abandoned (owner-dead). */
+	rqs_held_drain(t);
+	if (t->exit_rounds + 1 < PTHREAD_DESTRUCTOR_ITERATIONS && rqs_held_holds_any(t, false) &&
+	    pthread_setspecific(exit_key, t) == 0) {
+		t->exit_rounds++;
+		return;
+	}
 	rqs_held_abandon(t);
 	rqs_stats_retire(t);
 	rqspin__tls_self = NULL;

@@ -97,6 +97,9 @@ struct rqspin_thread {
 	 * lets the owner's slow path and other threads' searches skip the
 	 * cells in the usual case, where nobody releases our locks for us. */
 	_Atomic uint32_t nposted;
+	/* Destructor rounds our exit key has been set again for (thread_exit:
+	 * locks still held at exit may be released by later destructors). */
+	uint32_t exit_rounds;
 };
 
 enum wait_role { ROLE_NONE = 0, ROLE_PENDING, ROLE_QUEUED, ROLE_HEAD, ROLE_NONODE };
