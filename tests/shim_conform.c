@@ -26,6 +26,11 @@
  *   shim_conform cross-unlock one thread locks, another unlocks; the
  *                             first then locks it again under contention
  *                             and must not see EDEADLK (run with =error)
+ *   shim_conform pshared-cross-unlock
+ *                             a process-shared lock locked by the parent
+ *                             is unlocked by its child; the parent then
+ *                             locks it again while the child holds it and
+ *                             must not see EDEADLK (run with =error)
  *   shim_conform handoff      bounded barging: a waiter that has waited
  *                             its bound asks for the hand-off (bit 9 of
  *                             the word, librqspin-pthread(7)); from the
@@ -483,6 +488,51 @@ static int test_cross_unlock(void)
 	return 0;
 }
 
+/* Another process cannot post the release to the locker's table: the
+ * locker's stale record must give way to the word, which names the
+ * holder. */
+static int test_pshared_cross_unlock(void)
+{
+	struct xshm {
+		pthread_spinlock_t l;
+		volatile int step;
+	} *s = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int st;
+	pid_t c;
+
+	CHECK(s != MAP_FAILED);
+	CHECK(pthread_spin_init(&s->l, PTHREAD_PROCESS_SHARED) == 0);
+	CHECK(pthread_spin_lock(&s->l) == 0);
+	c = fork();
+	CHECK(c >= 0);
+	if (c == 0) {
+		int ok = pthread_spin_unlock(&s->l) == 0; /* the parent's hold */
+
+		s->step = 1;
+		while (s->step != 2)
+			sleep_ms(1);
+		ok &= pthread_spin_lock(&s->l) == 0;
+		s->step = 3;
+		sleep_ms(100); /* the parent waits meanwhile */
+		ok &= pthread_spin_unlock(&s->l) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	while (s->step != 1)
+		sleep_ms(1);
+	s->step = 2;
+	while (s->step != 3)
+		sleep_ms(1);
+	CHECK(pthread_spin_lock(&s->l) == 0); /* contended: EDEADLK before */
+	CHECK(pthread_spin_unlock(&s->l) == 0);
+	CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (int i = 0; i < 100; i++) {
+		CHECK(pthread_spin_lock(&s->l) == 0);
+		CHECK(pthread_spin_unlock(&s->l) == 0);
+	}
+	CHECK(pthread_spin_destroy(&s->l) == 0);
+	return 0;
+}
+
 /* ---- bounded barging ---- */
 
 static pthread_spinlock_t lh;
@@ -549,9 +599,11 @@ int main(int argc, char **argv)
 		return test_relock_abort();
 	if (!strcmp(m, "cross-unlock"))
 		return test_cross_unlock();
+	if (!strcmp(m, "pshared-cross-unlock"))
+		return test_pshared_cross_unlock();
 	if (!strcmp(m, "handoff"))
 		return test_handoff();
 	dprintf(2, "usage: %s posix|fork|private-in-shared|killed|pshared-stall|relock-wait|abba-wait|relock-error|"
-		   "relock-abort|cross-unlock|handoff\n", argv[0]);
+		   "relock-abort|cross-unlock|pshared-cross-unlock|handoff\n", argv[0]);
 	return 2;
 }

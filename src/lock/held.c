@@ -251,6 +251,16 @@ static bool own_remove(struct rqspin_thread *self, const void *lock)
 	return true;
 }
 
+void rqs_held_drop_holds(struct rqspin_thread *self, const void *lock)
+{
+	int i;
+
+	while ((i = find_newest(self, held_count(self), lock)) >= 0) {
+		remove_at(self, (uint32_t)i, held_count(self));
+		trim(self);
+	}
+}
+
 void rqspin__held_pop_slow(struct rqspin__thread_hot *hot, const void *lock)
 {
 	(void)own_remove((struct rqspin_thread *)hot, lock);

@@ -84,6 +84,10 @@ static inline bool held_aa(const struct rqspin_thread *self, const void *lock)
 	return rqs_held_by(self, lock, true);
 }
 
+/* Remove every hold entry (not attempts) of lock from our table: a
+ * process-shared lock that another process released for us. */
+void rqs_held_drop_holds(struct rqspin_thread *self, const void *lock);
+
 /* Drop the top entry after a failed acquisition. */
 void rqs_held_release_entry(struct rqspin_thread *self);
 

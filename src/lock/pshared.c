@@ -261,6 +261,13 @@ static int pshared_wait(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 		stat_inc(&w.self->stats.stolen);
 		return 0;
 	}
+	/* Our table says we hold it, but the word names another holder (or
+	 * none): a thread of another process unlocked it for us, and it
+	 * cannot post the release to our table. The word is the truth. */
+	if (held_aa(w.self, lock) && val != mine) {
+		rqs_held_drop_holds(w.self, lock);
+		val = word_load(lock);
+	}
 	if (held_aa(w.self, lock)) {
 		w.event = RQSPIN_EV_AA;
 		fail(&w, -EDEADLK);
