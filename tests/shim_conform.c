@@ -31,6 +31,13 @@
  *                             is unlocked by its child; the parent then
  *                             locks it again while the child holds it and
  *                             must not see EDEADLK (run with =error)
+ *   shim_conform handler-own-wait
+ *                             a signal handler locks the lock its thread
+ *                             waits for (as the pending waiter that asked
+ *                             for the hand-off): as with glibc it gets it
+ *                             once the holder releases, the interrupted
+ *                             lock call then completes, the holder can
+ *                             take the lock again, and nothing is reported
  *   shim_conform handoff      bounded barging: a waiter that has waited
  *                             its bound asks for the hand-off (bit 9 of
  *                             the word, librqspin-pthread(7)); from the
@@ -533,6 +540,65 @@ static int test_pshared_cross_unlock(void)
 	return 0;
 }
 
+/* ---- a handler that locks the lock its thread waits for ---- */
+
+static pthread_spinlock_t lw;
+static pthread_t lw_waiter;
+static volatile int lw_held, lw_entered, lw_handler_ret = -1;
+static long lw_count; /* under lw */
+
+static void lw_handler(int sig)
+{
+	(void)sig;
+	lw_entered = 1;
+	lw_handler_ret = pthread_spin_lock(&lw);
+	lw_count++;
+	pthread_spin_unlock(&lw);
+}
+
+static void *lw_holder(void *arg)
+{
+	(void)arg;
+	CHECK(pthread_spin_lock(&lw) == 0);
+	lw_held = 1;
+	/* The waiter has waited long enough to ask for the hand-off. */
+	while (!(__atomic_load_n((volatile int *)&lw, __ATOMIC_RELAXED) & (1 << 9)))
+		sleep_ms(1);
+	CHECK(pthread_kill(lw_waiter, SIGUSR1) == 0);
+	while (!lw_entered)
+		sleep_ms(1);
+	sleep_ms(50); /* the handler now waits too */
+	lw_count++;
+	CHECK(pthread_spin_unlock(&lw) == 0);
+	sleep_ms(50);
+	CHECK(pthread_spin_lock(&lw) == 0); /* the lock still works for us */
+	lw_count++;
+	CHECK(pthread_spin_unlock(&lw) == 0);
+	return NULL;
+}
+
+static int test_handler_own_wait(void)
+{
+	struct sigaction sa;
+	pthread_t t;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = lw_handler;
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	CHECK(pthread_spin_init(&lw, PTHREAD_PROCESS_PRIVATE) == 0);
+	lw_waiter = pthread_self();
+	CHECK(pthread_create(&t, NULL, lw_holder, NULL) == 0);
+	while (!lw_held)
+		sleep_ms(1);
+	CHECK(pthread_spin_lock(&lw) == 0);
+	lw_count++;
+	CHECK(pthread_spin_unlock(&lw) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(lw_handler_ret == 0);
+	CHECK(lw_count == 4);
+	return 0;
+}
+
 /* ---- bounded barging ---- */
 
 static pthread_spinlock_t lh;
@@ -599,11 +665,14 @@ int main(int argc, char **argv)
 		return test_relock_abort();
 	if (!strcmp(m, "cross-unlock"))
 		return test_cross_unlock();
+	if (!strcmp(m, "handler-own-wait"))
+		return test_handler_own_wait();
 	if (!strcmp(m, "pshared-cross-unlock"))
 		return test_pshared_cross_unlock();
 	if (!strcmp(m, "handoff"))
 		return test_handoff();
 	dprintf(2, "usage: %s posix|fork|private-in-shared|killed|pshared-stall|relock-wait|abba-wait|relock-error|"
-		   "relock-abort|cross-unlock|pshared-cross-unlock|handoff\n", argv[0]);
+		   "relock-abort|cross-unlock|pshared-cross-unlock|handler-own-wait|handoff\n",
+		   argv[0]);
 	return 2;
 }

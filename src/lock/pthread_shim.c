@@ -53,6 +53,7 @@
 #include "arch.h"
 #include "common/compiler.h"
 #include "lock/barging.h"
+#include "lock/registry.h"
 
 #define SHIM_API __attribute__((visibility("default")))
 /* The three calls whose fast paths a program runs per critical section
@@ -286,6 +287,49 @@ static void sleep_ns(uint64_t ns)
 static bool shim_trylock(rqspinlock_t *lock);
 static int shim_lock_raw(rqspinlock_t *lock);
 
+/*
+ * A signal handler whose thread was waiting for this very lock as its
+ * pending waiter (role and waiting_for are still the interrupted slow
+ * path's: the handler's own attempt failed before it published any) finds
+ * the pending bit, and perhaps the hand-off request, set by that wait.
+ * They keep bargers out for a waiter that cannot run until the handler
+ * returns: the handler's trylock polling would never get in, the holder
+ * could not take the lock back either, and the whole lock would hang.
+ * glibc's handler spins until the holder releases and takes the lock. So
+ * the handler may take a free lock past its own thread's claim: the
+ * locked byte is what grants the lock, and the interrupted waiter, once
+ * the handler has released it and returned, takes it the usual way.
+ */
+static bool own_pending_wait(const rqspinlock_t *lock)
+{
+	const struct rqspin_thread *t = (const struct rqspin_thread *)rqspin__tls_self;
+
+	return t && atomic_load_explicit(&t->waiting_for, memory_order_relaxed) == lock &&
+	       atomic_load_explicit(&t->role, memory_order_relaxed) == ROLE_PENDING &&
+	       !(__atomic_load_n(&lock->w.val, __ATOMIC_RELAXED) & RQSPIN__PSHARED_MARK);
+}
+
+static bool take_past_own_pending(rqspinlock_t *lock)
+{
+	struct rqspin__thread_hot *hot = rqspin__tls_self;
+	uint8_t free_byte = 0;
+
+	if (!own_pending_wait(lock))
+		return false;
+	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
+	rqspin__held_push(hot, lock);
+	/* acquire on success: pairs with the release in rqspin_unlock. */
+	if (__atomic_compare_exchange_n(&lock->w.b.locked, &free_byte, RQSPIN__LOCKED_VAL, 0,
+					__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY);
+		return true;
+	}
+	if (!rqspin__held_pop_top(hot, lock))
+		rqspin__held_pop_slow(hot, lock);
+	RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY_FAILED);
+	return false;
+}
+
 /* A failed shim_lock: apply the policy; under "wait", keep waiting
  * without burning a CPU. The report was written by the hook. */
 static __attribute__((noinline, cold)) int lock_failed(rqspinlock_t *l, int ret)
@@ -315,7 +359,7 @@ static __attribute__((noinline, cold)) int lock_failed(rqspinlock_t *l, int ret)
 		 * through rqspin_lock: poll with trylock, sleeping. */
 		until = now_ns() + POLL_TIMEOUTS * rqspin_get_default_timeout();
 		do {
-			if (shim_trylock(l))
+			if (shim_trylock(l) || take_past_own_pending(l))
 				return 0;
 			sleep_ns(pause);
 			pause = pause * 2 < BACKOFF_MAX_NS ? pause * 2 : BACKOFF_MAX_NS;
@@ -615,6 +659,15 @@ static __attribute__((noinline)) int shim_lock_contended(rqspinlock_t *lock, uin
 	uint8_t took = RQSPIN__TOOK_IN_LINE;
 	int ret;
 
+	/* A signal handler in its own thread's pending wait for this lock:
+	 * under the wait policy, wait as glibc does (take_past_own_pending),
+	 * without the slow path's AA report: the lock will be released. */
+	if (deadlock_policy == POLICY_WAIT && own_pending_wait(lock)) {
+		if (!rqspin__held_pop_top(rqspin__tls_self, lock))
+			rqspin__held_pop_slow(rqspin__tls_self, lock);
+		RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY_FAILED);
+		return lock_failed(lock, -EDEADLK);
+	}
 	/* held.cnt: our table holds this lock's entry (pushed before the
 	 * fast path's CAS) and nothing else. */
 #if SHIM_WATCH_NS
