@@ -92,11 +92,11 @@ static void *unlocker(void *arg)
 	return NULL;
 }
 
-/* O (the calling thread) holds X; U releases it; then O, holding nothing,
- * locks X three times while another thread holds it. */
-static void owner_after_cross_unlock(void)
+/* The calling thread, holding nothing, locks X three times while another
+ * thread holds it: it must wait and get it (a stale entry of X in its
+ * table made each a false AA). */
+static void relock_while_held(void)
 {
-	tu_thread_join(tu_thread_start(unlocker, NULL));
 	for (int k = 0; k < 3; k++) {
 		pthread_t h;
 
@@ -107,6 +107,13 @@ static void owner_after_cross_unlock(void)
 		rqspin_unlock(&X);
 		tu_thread_join(h);
 	}
+}
+
+/* O (the calling thread) holds X; U releases it; then O relocks. */
+static void owner_after_cross_unlock(void)
+{
+	tu_thread_join(tu_thread_start(unlocker, NULL));
+	relock_while_held();
 }
 
 /* ---- 1. the acquirer's handler waits for another lock ----------------------- */
@@ -176,16 +183,7 @@ static void *o_part1(void *arg)
 	CHECK_RET(atomic_load(&b_handler_ret), 0);
 	CHECK_RET(atomic_load(&b_main_ret), 0);
 	/* X has been released for us: we hold nothing. */
-	for (int k = 0; k < 3; k++) {
-		pthread_t h;
-
-		tu_event_set(&step, 0);
-		h = tu_thread_start(holder_20ms, NULL);
-		tu_event_wait(&step, 100);
-		CHECK_RET(rqspin_lock_timeout(&X, LONG_TIMEOUT), 0);
-		rqspin_unlock(&X);
-		tu_thread_join(h);
-	}
+	relock_while_held();
 	CHECK(table_holds_nothing());
 	return NULL;
 }
