@@ -355,7 +355,6 @@ static unsigned owners_of(const struct rqspin_thread *self, const void *lock,
 
 /* Spins before each look, then yields. */
 #define OWNER_SPINS 64u
-#define OWNER_LONE_NS 2000000ull
 
 /* Does self hold locks its table cannot name (past the table, or moved
  * into it as NULL by an out-of-order unlock)? */
@@ -379,9 +378,6 @@ static bool holds_untracked(const struct rqspin_thread *self)
  * as they run. A thread kept off the CPU in its window keeps us looking,
  * for at most the default timeout; after that the first one found is
  * taken (crediting the release to it leaves the holder's entry behind).
- * One candidate while we hold untracked locks is most often the real
- * holder (we release another thread's lock): that look ends after
- * OWNER_LONE_NS, a window's few instructions plus a preemption or two.
  */
 static struct rqspin_thread *foreign_owner(const struct rqspin_thread *self, const void *lock)
 {
@@ -397,7 +393,7 @@ static struct rqspin_thread *foreign_owner(const struct rqspin_thread *self, con
 			uint64_t now = rqs_arch_now_ns();
 
 			if (!until)
-				until = now + (found > 1 ? rqs_lock_default_timeout() : OWNER_LONE_NS);
+				until = now + rqs_lock_default_timeout();
 			else if (now >= until)
 				break;
 			rqs_os_yield();
