@@ -22,6 +22,12 @@ rqspin_add_test(NAME rqspin_cross_unlock_owner SOURCES rqspin_cross_unlock_owner
 rqspin_add_test(NAME rqspin_exit_destructor SOURCES rqspin_exit_destructor.c
   TIMEOUT 120 LABELS rqspin unit)
 
+# A process-shared lock released from another process: the word, not the
+# locker's stale entry, decides who holds it (deadlock search, cross-thread
+# unlock).
+rqspin_add_test(NAME rqspin_pshared_cross_unlock SOURCES rqspin_pshared_cross_unlock.c NO_TSAN
+  TIMEOUT 120 LABELS rqspin unit)
+
 # Held-table overflow: 34 locks, re-lock of an untracked one -> -ETIMEDOUT
 # after >= the timeout (100 ms here).
 rqspin_add_test(NAME rqspin_held_overflow SOURCES rqspin_held_overflow.c

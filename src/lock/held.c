@@ -35,6 +35,7 @@
 #include "arch/clock.h"
 #include "common/os.h"
 #include "lock/held.h"
+#include "lock/pshared.h"
 #include "lock/settings.h"
 
 static inline uint32_t tracked(uint32_t cnt)
@@ -74,10 +75,18 @@ static uint32_t posted(const struct rqspin_thread *t, const void *lock)
 bool rqs_held_by(const struct rqspin_thread *t, const void *lock, bool attempt)
 {
 	uint32_t cnt = held_count_acquire(t);
-	uint32_t n = tracked(cnt), i, entries = 0, p;
+	uint32_t n = tracked(cnt), i, holds = 0, entries, p;
 
 	for (i = 0; i < n; i++)
-		if (entry_lock(held_entry(t, i)) == lock)
+		if (held_entry(t, i) == lock)
+			holds++;
+	/* A process-shared word that names another holder (or none) makes
+	 * t's plain entries stale: another process released the lock. */
+	if (holds && !rqs_pshared_may_hold(lock, t))
+		holds = 0;
+	entries = holds;
+	for (i = 0; i < n; i++)
+		if (held_entry(t, i) == attempt_entry(lock))
 			entries++;
 	/* The attempt is the newest entry for lock, and not a hold; past
 	 * the table it was never recorded. */
@@ -98,7 +107,7 @@ bool rqs_held_owns(const struct rqspin_thread *t, const void *lock)
 	for (i = 0; i < n; i++)
 		if (held_entry(t, i) == lock)
 			holds++;
-	return holds > posted(t, lock);
+	return holds > posted(t, lock) && rqs_pshared_may_hold(lock, t);
 }
 
 bool rqs_held_holds_any(const struct rqspin_thread *t, bool attempt)

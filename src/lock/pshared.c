@@ -99,6 +99,16 @@ static uint32_t my_word(struct rqspin_thread *self)
 	       tid_encode(atomic_load_explicit(&self->tid, memory_order_relaxed));
 }
 
+bool rqs_pshared_may_hold(const void *lock, const struct rqspin_thread *t)
+{
+	uint32_t val = __atomic_load_n(&((const rqspinlock_t *)lock)->w.val, __ATOMIC_RELAXED);
+	uint32_t id = tid_encode(atomic_load_explicit(&t->tid, memory_order_relaxed));
+
+	if (!(val & RQSPIN__PSHARED_MARK) || !id)
+		return true;
+	return val == (RQSPIN__PSHARED_MARK | RQSPIN__PSHARED_LOCKED | id);
+}
+
 bool rqspin__pshared_trylock(rqspinlock_t *lock, uint32_t val)
 {
 	uint32_t mine = my_word(registry_self());

@@ -7,6 +7,7 @@
 #ifndef RQSPIN_PSHARED_H
 #define RQSPIN_PSHARED_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <rqspin/rqspinlock.h>
@@ -15,5 +16,14 @@
  * pushed; on failure it is dropped here. val is the word the fast path's
  * CAS saw; timeout_ns is T (never 0). Same returns as rqspin_lock. */
 int rqs_pshared_lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns);
+
+struct rqspin_thread;
+
+/* Could t hold lock, as its word says? True for a private word (it names
+ * nobody), and for a process-shared one held under t's thread id (or
+ * when t's id is too large to be stored). A thread of another process
+ * that unlocks a process-shared lock cannot post the release to the
+ * locker's table: the word is the truth for such an entry. */
+bool rqs_pshared_may_hold(const void *lock, const struct rqspin_thread *t);
 
 #endif
