@@ -38,6 +38,9 @@
  *                             once the holder releases, the interrupted
  *                             lock call then completes, the holder can
  *                             take the lock again, and nothing is reported
+ *   shim_conform handler-own-wait-nested
+ *                             the same from a second handler nested in a
+ *                             first one that waits for another lock
  *   shim_conform handoff      bounded barging: a waiter that has waited
  *                             its bound asks for the hand-off (bit 9 of
  *                             the word, librqspin-pthread(7)); from the
@@ -599,6 +602,81 @@ static int test_handler_own_wait(void)
 	return 0;
 }
 
+/* The same two handlers deep: the first waits for lw2 (held by a second
+ * holder), the second, nested in it, locks lw. */
+static pthread_spinlock_t lw2;
+static volatile int lw2_held, lw2_entered, lw2_handler_ret = -1;
+static long lw2_count; /* under lw2 */
+
+static void lw2_handler(int sig)
+{
+	(void)sig;
+	lw2_entered = 1;
+	lw2_handler_ret = pthread_spin_lock(&lw2);
+	lw2_count++;
+	pthread_spin_unlock(&lw2);
+}
+
+static void *lw2_holder(void *arg)
+{
+	(void)arg;
+	CHECK(pthread_spin_lock(&lw2) == 0);
+	lw2_held = 1;
+	while (!lw_entered) /* both handlers run */
+		sleep_ms(1);
+	sleep_ms(200);
+	lw2_count++;
+	CHECK(pthread_spin_unlock(&lw2) == 0);
+	return NULL;
+}
+
+static void *lw_holder_nested(void *arg)
+{
+	(void)arg;
+	CHECK(pthread_spin_lock(&lw) == 0);
+	lw_held = 1;
+	while (!(__atomic_load_n((volatile int *)&lw, __ATOMIC_RELAXED) & (1 << 9)))
+		sleep_ms(1);
+	CHECK(pthread_kill(lw_waiter, SIGUSR2) == 0); /* first: waits for lw2 */
+	while (!lw2_entered)
+		sleep_ms(1);
+	sleep_ms(20);
+	CHECK(pthread_kill(lw_waiter, SIGUSR1) == 0); /* nested: locks lw */
+	while (!lw_entered)
+		sleep_ms(1);
+	sleep_ms(50);
+	lw_count++;
+	CHECK(pthread_spin_unlock(&lw) == 0);
+	return NULL;
+}
+
+static int test_handler_own_wait_nested(void)
+{
+	struct sigaction sa;
+	pthread_t t, t2;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = lw_handler;
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	sa.sa_handler = lw2_handler;
+	CHECK(sigaction(SIGUSR2, &sa, NULL) == 0);
+	CHECK(pthread_spin_init(&lw, PTHREAD_PROCESS_PRIVATE) == 0);
+	CHECK(pthread_spin_init(&lw2, PTHREAD_PROCESS_PRIVATE) == 0);
+	lw_waiter = pthread_self();
+	CHECK(pthread_create(&t2, NULL, lw2_holder, NULL) == 0);
+	CHECK(pthread_create(&t, NULL, lw_holder_nested, NULL) == 0);
+	while (!lw_held || !lw2_held)
+		sleep_ms(1);
+	CHECK(pthread_spin_lock(&lw) == 0);
+	lw_count++;
+	CHECK(pthread_spin_unlock(&lw) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(pthread_join(t2, NULL) == 0);
+	CHECK(lw_handler_ret == 0 && lw2_handler_ret == 0);
+	CHECK(lw_count == 3 && lw2_count == 2);
+	return 0;
+}
+
 /* ---- bounded barging ---- */
 
 static pthread_spinlock_t lh;
@@ -667,12 +745,15 @@ int main(int argc, char **argv)
 		return test_cross_unlock();
 	if (!strcmp(m, "handler-own-wait"))
 		return test_handler_own_wait();
+	if (!strcmp(m, "handler-own-wait-nested"))
+		return test_handler_own_wait_nested();
 	if (!strcmp(m, "pshared-cross-unlock"))
 		return test_pshared_cross_unlock();
 	if (!strcmp(m, "handoff"))
 		return test_handoff();
 	dprintf(2, "usage: %s posix|fork|private-in-shared|killed|pshared-stall|relock-wait|abba-wait|relock-error|"
-		   "relock-abort|cross-unlock|pshared-cross-unlock|handler-own-wait|handoff\n",
+		   "relock-abort|cross-unlock|pshared-cross-unlock|handler-own-wait|"
+		   "handler-own-wait-nested|handoff\n",
 		   argv[0]);
 	return 2;
 }

@@ -53,7 +53,7 @@
 #include "arch.h"
 #include "common/compiler.h"
 #include "lock/barging.h"
-#include "lock/registry.h"
+#include "lock/held.h"
 
 #define SHIM_API __attribute__((visibility("default")))
 /* The three calls whose fast paths a program runs per critical section
@@ -288,25 +288,34 @@ static bool shim_trylock(rqspinlock_t *lock);
 static int shim_lock_raw(rqspinlock_t *lock);
 
 /*
- * A signal handler whose thread was waiting for this very lock as its
- * pending waiter (role and waiting_for are still the interrupted slow
- * path's: the handler's own attempt failed before it published any) finds
- * the pending bit, and perhaps the hand-off request, set by that wait.
- * They keep bargers out for a waiter that cannot run until the handler
- * returns: the handler's trylock polling would never get in, the holder
+ * A signal handler whose thread was waiting for this very lock, in code
+ * it interrupted (directly, or under other handlers that wait for other
+ * locks), finds that wait's attempt entry in its table (marked, see
+ * held.c) and perhaps the pending bit and the hand-off request it set.
+ * They keep bargers out for a waiter that cannot run until the handlers
+ * return: the handler's trylock polling would never get in, the holder
  * could not take the lock back either, and the whole lock would hang.
  * glibc's handler spins until the holder releases and takes the lock. So
- * the handler may take a free lock past its own thread's claim: the
- * locked byte is what grants the lock, and the interrupted waiter, once
- * the handler has released it and returned, takes it the usual way.
+ * the handler may take a free lock past the keep-out bits: the locked
+ * byte is what grants the lock (the bits only promise fairness, which
+ * this breaks once when they were another waiter's), and the interrupted
+ * waiter, once the handler has released the lock and returned, takes it
+ * the usual way.
  */
 static bool own_pending_wait(const rqspinlock_t *lock)
 {
-	const struct rqspin_thread *t = (const struct rqspin_thread *)rqspin__tls_self;
+	const struct rqspin__thread_hot *hot = rqspin__tls_self;
+	uint32_t n, i;
 
-	return t && atomic_load_explicit(&t->waiting_for, memory_order_relaxed) == lock &&
-	       atomic_load_explicit(&t->role, memory_order_relaxed) == ROLE_PENDING &&
-	       !(__atomic_load_n(&lock->w.val, __ATOMIC_RELAXED) & RQSPIN__PSHARED_MARK);
+	if (!hot || (__atomic_load_n(&lock->w.val, __ATOMIC_RELAXED) & RQSPIN__PSHARED_MARK))
+		return false;
+	n = __atomic_load_n(&hot->held.cnt, __ATOMIC_RELAXED);
+	if (n > RQSPIN_NR_HELD)
+		n = RQSPIN_NR_HELD;
+	for (i = 0; i < n; i++)
+		if (__atomic_load_n(&hot->held.locks[i], __ATOMIC_RELAXED) == attempt_entry(lock))
+			return true;
+	return false;
 }
 
 static bool take_past_own_pending(rqspinlock_t *lock)
@@ -659,8 +668,8 @@ static __attribute__((noinline)) int shim_lock_contended(rqspinlock_t *lock, uin
 	uint8_t took = RQSPIN__TOOK_IN_LINE;
 	int ret;
 
-	/* A signal handler in its own thread's pending wait for this lock:
-	 * under the wait policy, wait as glibc does (take_past_own_pending),
+	/* A signal handler over its own thread's wait for this lock: under
+	 * the wait policy, wait as glibc does (take_past_own_pending),
 	 * without the slow path's AA report: the lock will be released. */
 	if (deadlock_policy == POLICY_WAIT && own_pending_wait(lock)) {
 		if (!rqspin__held_pop_top(rqspin__tls_self, lock))
