@@ -249,10 +249,13 @@ static void thread_exit(void *arg)
 	 * section in one of its own (a per-thread guard released at exit).
 	 * While the thread holds a lock, have glibc call us again in its
 	 * next round (it runs rounds while keys are set, at most
-	 * PTHREAD_DESTRUCTOR_ITERATIONS); only in the last one is what is
-	 * still held abandoned (owner-dead). */
+	 * PTHREAD_DESTRUCTOR_ITERATIONS); what is still held is abandoned
+	 * (owner-dead) one round before the last: the sanitizers' runtimes
+	 * tear a thread's state down in the last round (their own keys set
+	 * again until then), and ours, after theirs in key order, would
+	 * then run on a dead thread (SEGV under ThreadSanitizer). */
 	rqs_held_drain(t);
-	if (t->exit_rounds + 1 < PTHREAD_DESTRUCTOR_ITERATIONS && rqs_held_holds_any(t, false) &&
+	if (t->exit_rounds + 2 < PTHREAD_DESTRUCTOR_ITERATIONS && rqs_held_holds_any(t, false) &&
 	    pthread_setspecific(exit_key, t) == 0) {
 		t->exit_rounds++;
 		return;
