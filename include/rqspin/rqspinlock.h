@@ -73,11 +73,12 @@
  * one that took it; the owner's entry is dropped (posted to the owner,
  * which removes it at its next slow-path call) before the lock is free,
  * so the owner never mistakes it for a hold. Threads waiting for the lock
- * are never taken for its owner; a thread a few instructions into a lock
- * or unlock call of it may be, so the unlock waits (yielding) until that
- * thread has moved on: if it is kept off the CPU there for longer than
- * the default timeout, the release may be credited to it, and the owner
- * then reports false AA on that lock. ThreadSanitizer's mutex model does
+ * are never taken for its owner; a thread in the first microseconds of a
+ * lock call (before it waits) or a few instructions into an unlock may
+ * be, so the unlock waits (yielding) until that thread has moved on: if
+ * it stays there for longer than the default timeout (kept off the CPU,
+ * or in a signal handler), the release may be credited to it, and the
+ * owner then reports false AA on that lock. ThreadSanitizer's mutex model does
  * not allow such unlocks: TSan builds report them.
  *
  * fork(): fork never writes a lock word (a lock in MAP_SHARED memory may

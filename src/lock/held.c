@@ -307,21 +307,37 @@ static void entry_retag(struct rqspin_thread *self, const void *from, const void
 	}
 }
 
-void rqspin__held_mark_attempt(struct rqspin__thread_hot *hot, const void *lock)
+void rqs_held_mark_attempt(struct rqspin_thread *self, const void *lock)
 {
-	struct rqspin_thread *self = (struct rqspin_thread *)hot;
 	/* The top entry, unless a handler left a lock above it. */
 	uint32_t cnt = held_count(self);
 
-	if (cnt == 0 || cnt > RQSPIN_NR_HELD)
+	if (cnt == 0 || cnt > RQSPIN_NR_HELD ||
+	    held_entry(self, cnt - 1) == attempt_entry(lock)) /* marked already (the watch) */
 		return;
 	if (!entry_swap(self, cnt - 1, lock, attempt_entry(lock)))
 		entry_retag(self, lock, attempt_entry(lock));
 }
 
+void rqs_held_confirm(struct rqspin_thread *self, const void *lock)
+{
+	uint32_t cnt = held_count(self);
+
+	/* The top entry, unless a handler left a lock above it. */
+	if (cnt == 0 || cnt > RQSPIN_NR_HELD ||
+	    !entry_swap(self, cnt - 1, attempt_entry(lock), lock))
+		entry_retag(self, attempt_entry(lock), lock);
+}
+
+/* The same for librqspin-pthread.so (which sees only exported symbols). */
+void rqspin__held_mark_attempt(struct rqspin__thread_hot *hot, const void *lock)
+{
+	rqs_held_mark_attempt((struct rqspin_thread *)hot, lock);
+}
+
 void rqspin__held_confirm(struct rqspin__thread_hot *hot, const void *lock)
 {
-	entry_retag((struct rqspin_thread *)hot, attempt_entry(lock), lock);
+	rqs_held_confirm((struct rqspin_thread *)hot, lock);
 }
 
 void rqs_held_release_entry(struct rqspin_thread *self)

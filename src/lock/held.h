@@ -60,19 +60,26 @@ bool rqs_held_by(const struct rqspin_thread *t, const void *lock, bool attempt);
  * slow path's attempt), beyond the releases posted to t? */
 bool rqs_held_owns(const struct rqspin_thread *t, const void *lock);
 
-/* Slow path entry: our entry for lock (the top one) is marked as an
- * attempt, so that no other thread takes us for its holder while we wait
- * (a signal handler that interrupts the wait replaces waiting_for). */
-static inline void rqs_held_mark_attempt(struct rqspin_thread *self, const void *lock)
+/* Before a slow path waits (pending bit, queue, the shim's watch): our
+ * entry for lock (the top one) is marked as an attempt, so that no other
+ * thread takes us for its holder while we wait (a signal handler that
+ * interrupts the wait replaces waiting_for). Not before the short spins
+ * of the slow path's entry: marking there cost 35% of rqspin's
+ * throughput at 4-8 threads (the later take of the lock shifted the
+ * acquisitions from steals to the queue). */
+void rqs_held_mark_attempt(struct rqspin_thread *self, const void *lock);
+
+/* Is our top entry lock's attempt, marked by the caller of a slow path
+ * (the shim's watch)? */
+static inline bool rqs_held_top_marked(const struct rqspin_thread *self, const void *lock)
 {
-	rqspin__held_mark_attempt(&self->hot, lock);
+	uint32_t cnt = held_count(self);
+
+	return cnt && cnt <= RQSPIN_NR_HELD && held_entry(self, cnt - 1) == attempt_entry(lock);
 }
 
 /* The slow path took the lock: its attempt entry becomes a hold. */
-static inline void rqs_held_confirm(struct rqspin_thread *self, const void *lock)
-{
-	rqspin__held_confirm(&self->hot, lock);
-}
+void rqs_held_confirm(struct rqspin_thread *self, const void *lock);
 
 /* Might t hold any lock besides its attempt? (A thread that holds nothing
  * is in no deadlock cycle.) */

@@ -621,6 +621,8 @@ static inline __attribute__((always_inline)) enum barge barge_fast(rqspinlock_t 
  * thread that is traced, or under an emulator, may never see a short gap. */
 #define WATCH_WALL_NS (10 * SHIM_WATCH_NS)
 #define WATCH_CHECK 64u
+/* A watch this long is a wait: see shim_watch. */
+#define WATCH_MARK_NS 20000ull
 
 #if SHIM_WATCH_NS
 /* true: the lock was taken. Relaxed loads: they only say when to try the
@@ -628,7 +630,7 @@ static inline __attribute__((always_inline)) enum barge barge_fast(rqspinlock_t 
  * CAS is on the locked byte, the size of the unlock's store (barge_fast);
  * a waiter that appears between the load and the CAS is passed once, as
  * in barge_fast. */
-static bool shim_watch(rqspinlock_t *lock)
+static bool shim_watch(rqspinlock_t *lock, bool *marked)
 {
 	uint64_t first = 0, last = 0, ran = 0;
 	uint32_t i;
@@ -650,6 +652,15 @@ static bool shim_watch(rqspinlock_t *lock)
 
 			if (!first)
 				first = now;
+			/* Past a quick hand-over: a waiter, as in the slow
+			 * path (held.h, rqs_held_mark_attempt). Marked from
+			 * the first check on, the mark and its confirmation
+			 * cost the two-thread tight loop a third of its
+			 * throughput. */
+			if (!*marked && now - first >= WATCH_MARK_NS) {
+				rqspin__held_mark_attempt(rqspin__tls_self, lock);
+				*marked = true;
+			}
 			if (last && now - last < WATCH_GAP_NS)
 				ran += now - last;
 			if (ran >= SHIM_WATCH_NS || now - first >= WATCH_WALL_NS)
@@ -682,13 +693,11 @@ static __attribute__((noinline)) int shim_lock_contended(rqspinlock_t *lock, uin
 #if SHIM_WATCH_NS
 	if (!in_line && !(val & ~RQSPIN__LOCKED_MASK) &&
 	    __atomic_load_n(&rqspin__tls_self->held.cnt, __ATOMIC_RELAXED) == 1) {
-		struct rqspin__thread_hot *self = rqspin__tls_self;
+		bool marked = false;
 
-		/* A waiter, as in the slow path: no cross-thread unlock may
-		 * take our entry for the holder's while we watch. */
-		rqspin__held_mark_attempt(self, lock);
-		if (shim_watch(lock)) {
-			rqspin__held_confirm(self, lock);
+		if (shim_watch(lock, &marked)) {
+			if (marked)
+				rqspin__held_confirm(rqspin__tls_self, lock);
 			RQSPIN__TSAN_POST_LOCK(lock, RQSPIN__TSAN_TRY);
 			return 0;
 		}

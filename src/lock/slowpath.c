@@ -145,6 +145,7 @@ struct waiter {
 	bool handoff_asked; /* barging: we set the hand-off bit */
 	uint64_t handoff_at; /* barging: when the pending holder asks */
 	bool published;    /* waiting_for/role are ours to restore */
+	bool marked;       /* our held entry shows an attempt (held.h) */
 	struct wait_token tok; /* what we published for other threads' searches */
 	/* Pause iterations before yielding or parking. Shorter for a waiter
 	 * that holds other locks: when the thread it waits for shares its
@@ -910,6 +911,15 @@ static inline void wait_publish(struct waiter *w)
 	w->published = true;
 }
 
+/* About to wait longer than the entry's spins: see rqs_held_mark_attempt. */
+static inline void wait_mark(struct waiter *w)
+{
+	if (w->res && !w->marked) {
+		rqs_held_mark_attempt(w->self, w->lock);
+		w->marked = true;
+	}
+}
+
 static inline void wait_unpublish(struct waiter *w)
 {
 	if (!w->published)
@@ -1040,7 +1050,8 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 		/* Releases other threads made of our locks: drop them before
 		 * the table is read (a stale entry would be a false AA). */
 		rqs_held_drain(self);
-		rqs_held_mark_attempt(self, lock);
+		/* Marked already: the confirmation is ours to make. */
+		w.marked = rqs_held_top_marked(self, lock);
 		if (held_aa(self, lock)) {
 			/* AA on entry: the caller (or the code its signal
 			 * handler interrupted) holds or is acquiring it. */
@@ -1105,6 +1116,7 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 			if (ret)
 				goto err_entry;
 		}
+		wait_mark(&w);
 		set_role(&w, ROLE_PENDING);
 		ret = pending_gate(&w, w.prev_role);
 		if (ret)
@@ -1127,6 +1139,7 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 	goto done;
 
 queue:
+	wait_mark(&w);
 	if (res && held_aa(self, lock)) {
 		/* AA before queueing (kernel, Nov 2025): a queued waiter
 		 * never polls, so this must not wait for the head's timeout. */
@@ -1273,7 +1286,7 @@ release_node:
 done:
 	/* A hold from here on, before the wait is withdrawn: whoever looks
 	 * for the lock's taker finds us as one or the other throughout. */
-	if (res)
+	if (w.marked)
 		rqs_held_confirm(self, lock);
 	wait_unpublish(&w);
 	if (barge)
