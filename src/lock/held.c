@@ -75,25 +75,35 @@ static uint32_t posted(const struct rqspin_thread *t, const void *lock)
 bool rqs_held_by(const struct rqspin_thread *t, const void *lock, bool attempt)
 {
 	uint32_t cnt = held_count_acquire(t);
-	uint32_t n = tracked(cnt), i, holds = 0, entries, p;
+	uint32_t n = tracked(cnt), i, holds = 0, marked = 0, entries, p;
+	bool newest_marked = false;
 
-	for (i = 0; i < n; i++)
-		if (held_entry(t, i) == lock)
+	for (i = 0; i < n; i++) {
+		const void *e = held_entry(t, i);
+
+		if (e == lock) {
 			holds++;
-	/* A process-shared word that names another holder (or none) makes
-	 * t's plain entries stale: another process released the lock. */
-	if (holds && !rqs_pshared_may_hold(lock, t))
-		holds = 0;
-	entries = holds;
-	for (i = 0; i < n; i++)
-		if (held_entry(t, i) == attempt_entry(lock))
-			entries++;
+			newest_marked = false;
+		} else if (e == attempt_entry(lock)) {
+			marked++;
+			newest_marked = true;
+		}
+	}
 	/* The attempt is the newest entry for lock, and not a hold; past
 	 * the table it was never recorded. */
-	if (attempt && entries && cnt <= RQSPIN_NR_HELD)
-		entries--;
+	attempt = attempt && holds + marked && cnt <= RQSPIN_NR_HELD;
+	entries = holds + marked - attempt;
 	if (!entries)
 		return false;
+	/* A process-shared word that names another holder (or none) makes
+	 * t's plain entries stale: another process released the lock. (Only
+	 * now: a slow path's own check, with its one plain entry, must not
+	 * read the busy word.) */
+	if (holds && !rqs_pshared_may_hold(lock, t)) {
+		entries = marked - (attempt && newest_marked);
+		if (!entries)
+			return false;
+	}
 	p = posted(t, lock);
 	return entries > p;
 }
