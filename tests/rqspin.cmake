@@ -25,8 +25,11 @@ rqspin_add_test(NAME rqspin_exit_destructor SOURCES rqspin_exit_destructor.c
 # A process-shared lock released from another process: the word, not the
 # locker's stale entry, decides who holds it (deadlock search, cross-thread
 # unlock).
-rqspin_add_test(NAME rqspin_pshared_cross_unlock SOURCES rqspin_pshared_cross_unlock.c NO_TSAN
-  TIMEOUT 120 LABELS rqspin unit)
+rqspin_add_test(NAME rqspin_pshared_cross_unlock SOURCES rqspin_pshared_cross_unlock.c
+  LIBS rqspin_static NO_TSAN TIMEOUT 120 LABELS rqspin unit)
+if(TARGET rqspin_pshared_cross_unlock)
+  target_include_directories(rqspin_pshared_cross_unlock PRIVATE ${PROJECT_SOURCE_DIR}/src)
+endif()
 
 # Held-table overflow: 34 locks, re-lock of an untracked one -> -ETIMEDOUT
 # after >= the timeout (100 ms here).

@@ -22,10 +22,10 @@
  *   NULL: an untracked lock that moved below the table's top after an
  *         out-of-order unlock (held; identity unknown)
  *
- * A lock pointer enters as an attempt (RQSPIN__HELD_ATTEMPT set) before
- * the acquiring CAS and becomes a hold (bit cleared, in place) once the
- * lock is taken; a failed attempt is removed. Only holds receive posted
- * releases.
+ * A lock pointer enters plain before the acquiring CAS. A slow path that
+ * starts to wait marks it as an attempt (RQSPIN__HELD_ATTEMPT set, in
+ * place) and clears the mark once the lock is taken; a failed attempt is
+ * removed. Only plain entries receive posted releases.
  */
 #include <stddef.h>
 

@@ -24,7 +24,8 @@
  * RQSPIN__HELD_RELEASED were released by another thread (cross-thread
  * unlock) and are dropped lazily. An entry with the RQSPIN__HELD_ATTEMPT
  * bit set is a lock the thread is waiting for in a slow path, not yet
- * held (set on entry to the slow path, cleared once the lock is taken; a
+ * held (set when the slow path starts to wait, cleared once the lock is
+ * taken; a
  * table read from a signal handler that interrupted such a wait shows
  * one). The inline paths push plain entries.
  */

@@ -23,8 +23,8 @@ RQSPIN_API bool rqspin__trylock_pending(rqspinlock_t *lock, uint32_t val);
 RQSPIN_API void rqspin__held_push_full(struct rqspin__thread_hot *self, const void *lock);
 /* Drop the entry of a lock whose acquisition failed (trylock). */
 RQSPIN_API void rqspin__held_pop_slow(struct rqspin__thread_hot *self, const void *lock);
-/* A waiter's entry for lock: marked as an attempt on entry to a slow
- * path, a hold again once it took the lock (RQSPIN__HELD_ATTEMPT). */
+/* A waiter's entry for lock: marked as an attempt when a slow path starts
+ * to wait, a hold again once it took the lock (RQSPIN__HELD_ATTEMPT). */
 RQSPIN_API void rqspin__held_mark_attempt(struct rqspin__thread_hot *self, const void *lock);
 RQSPIN_API void rqspin__held_confirm(struct rqspin__thread_hot *self, const void *lock);
 /* Unlock of a lock that is not the top entry: out of order, untracked, or
