@@ -31,6 +31,13 @@ if(TARGET rqspin_pshared_cross_unlock)
   target_include_directories(rqspin_pshared_cross_unlock PRIVATE ${PROJECT_SOURCE_DIR}/src)
 endif()
 
+# A process-shared lock taken here and released by another process, over
+# and over (rqspin_lock, rqspin_trylock): each acquisition drops the old
+# entry, so the table never overflows; a release posted by a thread of this
+# process goes with it.
+rqspin_add_test(NAME rqspin_pshared_handoff SOURCES rqspin_pshared_handoff.c NO_TSAN
+  TIMEOUT 120 LABELS rqspin unit)
+
 # Held-table overflow: 34 locks, re-lock of an untracked one -> -ETIMEDOUT
 # after >= the timeout (100 ms here).
 rqspin_add_test(NAME rqspin_held_overflow SOURCES rqspin_held_overflow.c

@@ -270,13 +270,32 @@ static bool own_remove(struct rqspin_thread *self, const void *lock)
 	return true;
 }
 
-void rqs_held_drop_holds(struct rqspin_thread *self, const void *lock)
+void rqs_held_drop_stale(struct rqspin_thread *self, const void *lock, bool keep_newest)
 {
+	int newest = find_newest(self, held_count(self), lock);
+	uint32_t below;
 	int i;
 
-	while ((i = find_newest(self, held_count(self), lock)) >= 0) {
+	/* No entry (the usual case), or a handler inside an outer table
+	 * operation: leave the table alone. */
+	if (newest < 0 || self->table_busy)
+		return;
+	/* A thread of this process that unlocked it for us posted the
+	 * release before its release store, which the caller's read of the
+	 * word saw: acquire makes the post visible, and the drain turns its
+	 * entry into a mark. Dropped without the drain, the post would
+	 * later mark a new hold of the lock as released. */
+	atomic_thread_fence(memory_order_acquire);
+	rqs_held_drain(self);
+	/* Entries below `below` go; it follows the kept one down. */
+	newest = find_newest(self, held_count(self), lock);
+	below = keep_newest ? (uint32_t)(newest < 0 ? 0 : newest) : RQSPIN_NR_HELD;
+	while ((i = find_newest(self, below < held_count(self) ? below : held_count(self), lock)) >=
+	       0) {
 		remove_at(self, (uint32_t)i, held_count(self));
 		trim(self);
+		if (keep_newest)
+			below--;
 	}
 }
 

@@ -91,9 +91,12 @@ static inline bool held_aa(const struct rqspin_thread *self, const void *lock)
 	return rqs_held_by(self, lock, true);
 }
 
-/* Remove every hold entry (not attempts) of lock from our table: a
- * process-shared lock that another process released for us. */
-void rqs_held_drop_holds(struct rqspin_thread *self, const void *lock);
+/* Remove the hold entries (not attempts) of lock from our table, all or
+ * all but the newest (keep_newest): the caller saw the word of this
+ * process-shared lock free or naming another holder, so another process
+ * released the lock for us. A release that a thread of this process
+ * posted for us is consumed first. */
+void rqs_held_drop_stale(struct rqspin_thread *self, const void *lock, bool keep_newest);
 
 /* Drop the top entry after a failed acquisition. */
 void rqs_held_release_entry(struct rqspin_thread *self);

@@ -111,11 +111,17 @@ bool rqs_pshared_may_hold(const void *lock, const struct rqspin_thread *t)
 
 bool rqspin__pshared_trylock(rqspinlock_t *lock, uint32_t val)
 {
-	uint32_t mine = my_word(registry_self());
+	struct rqspin_thread *self = registry_self();
+	uint32_t mine = my_word(self);
 
 	while ((val & RQSPIN__PSHARED_MARK) && locked_byte(val) == 0) {
-		if (word_take(lock, &val, mine))
+		if (word_take(lock, &val, mine)) {
+			/* It was free, so older entries of ours for it are
+			 * holds another process released (see pshared_wait);
+			 * the newest is this call's. */
+			rqs_held_drop_stale(self, lock, true);
 			return true;
+		}
 	}
 	return false;
 }
@@ -264,19 +270,21 @@ static int pshared_wait(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 	uint32_t mine = my_word(w.self);
 	int ret;
 
-	/* Free: take it. (Every acquisition of a pshared lock comes here,
-	 * after the inline CAS failed on the mark.) A lock we hold is not
-	 * free, so the AA check can wait until it is needed. */
+	/* Our table says we hold it, but the word names another holder (or
+	 * none): a thread of another process unlocked it for us, and it
+	 * cannot post the release to our table. The word is the truth.
+	 * Checked before the free lock is taken too (every acquisition of a
+	 * pshared lock comes here, after the inline CAS failed on the mark):
+	 * a lock that another process keeps unlocking for us would otherwise
+	 * leave one entry per acquisition, until the table overflowed and
+	 * AA detection was lost for every lock of the thread. */
+	if (val != mine) {
+		rqs_held_drop_stale(w.self, lock, false);
+		val = word_load(lock);
+	}
 	if (locked_byte(val) == 0 && word_take(lock, &val, mine)) {
 		stat_inc(&w.self->stats.stolen);
 		return 0;
-	}
-	/* Our table says we hold it, but the word names another holder (or
-	 * none): a thread of another process unlocked it for us, and it
-	 * cannot post the release to our table. The word is the truth. */
-	if (held_aa(w.self, lock) && val != mine) {
-		rqs_held_drop_holds(w.self, lock);
-		val = word_load(lock);
 	}
 	if (held_aa(w.self, lock)) {
 		w.event = RQSPIN_EV_AA;
