@@ -168,7 +168,10 @@ RQSPIN_MUST_CHECK static inline int rqspin_lock(rqspinlock_t *lock);
  * reused by a new thread before a waiter noticed its death looks alive
  * (the waiter times out instead); thread ids of 2^22 and above (beyond
  * the kernel's PID_MAX_LIMIT) are stored as 0: such holders are never
- * found dead. Waiting is not FIFO: a waiter may be overtaken.
+ * found dead. Waiting is not FIFO: a waiter may be overtaken. A lock
+ * that a thread of another process released for this thread stays in
+ * this thread's held table (one of its RQSPIN_NR_HELD entries) until the
+ * thread next takes that lock, or exits: no other process can reach it.
  */
 
 /*
