@@ -8,7 +8,11 @@
  * through the PLT and share the machine's state of the moment.
  *
  * Scenarios: the uncontended lock/unlock pair (one thread), and the tight
- * loop (lock, counter++, unlock; no think time) at each thread count. `all`
+ * loop (lock, counter++, unlock; no think time) at each thread count, and
+ * one loop with think time (THINK_*: the lock is free about half the time,
+ * so a waiter's delay in noticing a release costs throughput; reported,
+ * no target: it guards the tight loop's figures against waiting tricks
+ * that only pay off when the lock is never free). `all`
  * runs it on the machine as it is and with one CPU-bound hog per CPU (the
  * harness's --background-load). The shim's fairness is the worst share of
  * any thread over any 400 ms window, as a fraction of its fair share.
@@ -40,6 +44,11 @@
 extern char **environ;
 
 #define WINDOW_MS 400u
+/* The loop with think time: two threads, 20 writes of the shared counter
+ * under the lock, 0-99 empty spins outside it. */
+#define THINK_THREADS 2u
+#define THINK_CS 20u
+#define THINK_SPINS 50u
 #define MAX_REPEATS 15u
 
 enum impl { IMPL_GLIBC, IMPL_SHIM, NIMPL };
@@ -158,10 +167,11 @@ static struct run run_pair(const struct shim_cfg *c, enum impl impl)
 	return r;
 }
 
-static struct run run_loop(const struct shim_cfg *c, enum impl impl, unsigned threads)
+/* think: with THINK_CS and THINK_SPINS (worker.c). */
+static struct run run_loop(const struct shim_cfg *c, enum impl impl, unsigned threads, bool think)
 {
-	char t[16], ms[16], win[16], line[256];
-	char *args[] = { (char *)c->worker, "loop", t, ms, win, NULL };
+	char t[16], ms[16], win[16], cs[16], spins[16], line[256];
+	char *args[] = { (char *)c->worker, "loop", t, ms, win, think ? cs : NULL, spins, NULL };
 	unsigned long long ops;
 	double secs;
 	int ok;
@@ -170,6 +180,8 @@ static struct run run_loop(const struct shim_cfg *c, enum impl impl, unsigned th
 	snprintf(t, sizeof(t), "%u", threads);
 	snprintf(ms, sizeof(ms), "%u", c->ms);
 	snprintf(win, sizeof(win), "%u", WINDOW_MS);
+	snprintf(cs, sizeof(cs), "%u", THINK_CS);
+	snprintf(spins, sizeof(spins), "%u", THINK_SPINS);
 	if (run_worker(c, impl, args, line, sizeof(line)) &&
 	    sscanf(line, "loop ops=%llu secs=%lf minshare=%lf ok=%d", &ops, &secs, &r.minshare,
 		   &ok) == 4 &&
@@ -259,7 +271,7 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 {
 	const struct shim_cfg *c = &cfg;
 	struct run pair[NIMPL][MAX_REPEATS];
-	struct loop_row rows[64];
+	struct loop_row rows[64], think_row;
 	struct sysinfo_rec sys;
 	struct load_snap l0, l1;
 	struct load_share load;
@@ -303,7 +315,7 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 			for (unsigned k = 0; k < NIMPL; k++) {
 				enum impl i = (enum impl)((k + r) % NIMPL);
 
-				loop[i][r] = run_loop(c, i, th);
+				loop[i][r] = run_loop(c, i, th, false);
 				broken |= !loop[i][r].ok;
 			}
 		progress_step(o->quiet, loop_cost_s(c));
@@ -326,6 +338,31 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 			add(v, row->shim_share, 0.10, true, m,
 			    "%u hogs, %u threads: every thread >= 10%% of fair share", hogs, th);
 		}
+	}
+	{
+		struct run loop[NIMPL][MAX_REPEATS];
+
+		cli_progress(o->quiet, "[shim] loop with think time, %u threads", THINK_THREADS);
+		for (unsigned r = 0; r < c->repeats; r++)
+			for (unsigned k = 0; k < NIMPL; k++) {
+				enum impl i = (enum impl)((k + r) % NIMPL);
+
+				loop[i][r] = run_loop(c, i, THINK_THREADS, true);
+				broken |= !loop[i][r].ok;
+			}
+		progress_step(o->quiet, loop_cost_s(c));
+		think_row = (struct loop_row){ THINK_THREADS,
+					       median(loop[IMPL_GLIBC], c->repeats),
+					       median(loop[IMPL_SHIM], c->repeats),
+					       paired_ratio(loop[IMPL_SHIM], loop[IMPL_GLIBC],
+							    c->repeats),
+					       worst_share(loop[IMPL_GLIBC], c->repeats),
+					       worst_share(loop[IMPL_SHIM], c->repeats) };
+		printf("\nwith think time (%u writes under the lock, 0-%u spins outside; "
+		       "reported, no target):\n%8u %12.1f %12.1f %8.2f %11.0f%% %11.0f%%\n",
+		       THINK_CS, 2 * THINK_SPINS - 1, think_row.threads, think_row.glibc,
+		       think_row.shim, think_row.ratio, think_row.glibc_share * 100,
+		       think_row.shim_share * 100);
 	}
 	load_snapshot(&l1);
 	load = load_between(&l0, &l1);
@@ -359,6 +396,16 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 			json_end_object(&j);
 		}
 		json_end_array(&j);
+		json_begin_object(&j, "think");
+		json_uint(&j, "threads", think_row.threads);
+		json_uint(&j, "cs_writes", THINK_CS);
+		json_uint(&j, "think_spins_mean", THINK_SPINS);
+		json_double(&j, "glibc_mops", think_row.glibc);
+		json_double(&j, "shim_mops", think_row.shim);
+		json_double(&j, "ratio", think_row.ratio);
+		json_double(&j, "glibc_min_share", think_row.glibc_share);
+		json_double(&j, "shim_min_share", think_row.shim_share);
+		json_end_object(&j);
 		bench_json_end(&j, v, !broken);
 		if (output_close(f, "--json", o->json_path))
 			return CLI_EXIT_FAIL;
@@ -379,6 +426,8 @@ static void help(FILE *f)
 		"  loop    N threads, lock, counter++, unlock, no think time\n"
 		"          target: shim >= 0.9x glibc at 2 threads, >= 1.0x at more; every thread\n"
 		"          >= 10%% of its fair share in every 400 ms window\n"
+		"  think   2 threads, 20 counter writes under the lock, 0-99 spins outside it\n"
+		"          (the lock is often free: reported, no target)\n"
 		"Ratios are the median over repeats of shim/glibc within one repeat (the two\n"
 		"runs of a repeat are back to back). `all` runs it idle and with one CPU hog\n"
 		"per CPU (--background-load).\n\n"
@@ -451,7 +500,7 @@ static bool prepare(const struct bench_opts *o)
 static double estimate_s(const struct bench_opts *o)
 {
 	(void)o;
-	return pair_cost_s(&cfg) + cfg.nthreads * loop_cost_s(&cfg);
+	return pair_cost_s(&cfg) + (cfg.nthreads + 1) * loop_cost_s(&cfg);
 }
 
 static void cleanup(void)

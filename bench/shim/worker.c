@@ -9,12 +9,15 @@
  *   rqspin-shim-worker pair ITERS
  *       one thread, ITERS lock/unlock pairs per block, best of 5 blocks:
  *       "pair ns=<ns per pair>"
- *   rqspin-shim-worker loop THREADS MS WINDOW_MS
+ *   rqspin-shim-worker loop THREADS MS WINDOW_MS [CS THINK]
  *       THREADS threads in a tight loop (lock, counter++, unlock) for MS
  *       milliseconds; every WINDOW_MS the main thread takes each thread's
  *       count: "loop ops=<total> secs=<s> minshare=<worst thread's share of
  *       its fair share over any whole window> ok=<1 if the counter under the
- *       lock equals the sum of the per-thread counts>"
+ *       lock equals the sum of the per-thread counts>". With CS and THINK:
+ *       CS increments of the counter under the lock, then THINK spins on
+ *       average outside it (uniform in 0..2*THINK-1), so that the lock is
+ *       often free when a waiter looks (ok: counter = CS x operations).
  * Exit status 0 on success, 1 on a broken count, 2 on bad usage.
  */
 #define _GNU_SOURCE
@@ -85,10 +88,42 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static unsigned cs_writes, think_spins;
+
+/* The loop with a longer critical section and think time. Separate from
+ * worker, so that the tight loop's code stays as it was. */
+static void *worker_think(void *arg)
+{
+	struct per_thread *me = arg;
+	uint64_t n = 0;
+	uint32_t rng = (uint32_t)(me - per) * 2654435761u + 1;
+
+	pthread_barrier_wait(&start);
+	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		uint32_t spins;
+
+		pthread_spin_lock(&lock);
+		for (unsigned i = 0; i < cs_writes; i++) {
+			counter++;
+			/* One store per write, not one add of cs_writes. */
+			__asm__ __volatile__("" ::: "memory");
+		}
+		pthread_spin_unlock(&lock);
+		__atomic_store_n(&me->count, ++n, __ATOMIC_RELAXED);
+		rng ^= rng << 13;
+		rng ^= rng >> 17;
+		rng ^= rng << 5;
+		spins = rng % (2 * think_spins);
+		for (uint32_t i = 0; i < spins; i++)
+			__asm__ __volatile__("");
+	}
+	return NULL;
+}
+
 static int run_loop(int threads, long ms, long window_ms)
 {
 	pthread_t tid[MAX_THREADS];
-	uint64_t prev[MAX_THREADS] = { 0 }, total = 0;
+	uint64_t prev[MAX_THREADS] = { 0 }, total = 0, total_writes;
 	double t0, secs, minshare = 1.0;
 	long windows = ms / window_ms, w;
 	struct timespec nap = { .tv_sec = window_ms / 1000, .tv_nsec = (window_ms % 1000) * 1000000 };
@@ -96,7 +131,7 @@ static int run_loop(int threads, long ms, long window_ms)
 	pthread_spin_init(&lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
 	for (int i = 0; i < threads; i++)
-		if (pthread_create(&tid[i], NULL, worker, &per[i])) {
+		if (pthread_create(&tid[i], NULL, think_spins ? worker_think : worker, &per[i])) {
 			fprintf(stderr, "rqspin-shim-worker: pthread_create failed\n");
 			return 2;
 		}
@@ -123,9 +158,13 @@ static int run_loop(int threads, long ms, long window_ms)
 	secs = now_s() - t0;
 	for (int i = 0; i < threads; i++)
 		total += per[i].count;
+	if (think_spins)
+		total_writes = total * cs_writes;
+	else
+		total_writes = total;
 	printf("loop ops=%llu secs=%.6f minshare=%.4f ok=%d\n", (unsigned long long)total, secs,
-	       minshare, counter == total);
-	return counter == total ? 0 : 1;
+	       minshare, counter == total_writes);
+	return counter == total_writes ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -135,13 +174,22 @@ int main(int argc, char **argv)
 
 		if (iters > 0)
 			return run_pair(iters);
-	} else if (argc == 5 && argv[1][0] == 'l') {
+	} else if ((argc == 5 || argc == 7) && argv[1][0] == 'l') {
 		int threads = atoi(argv[2]);
 		long ms = atol(argv[3]), window = atol(argv[4]);
 
+		if (argc == 7) {
+			long cs = atol(argv[5]), think = atol(argv[6]);
+
+			if (cs < 1 || cs > 100000 || think < 1 || think > 1000000)
+				goto usage;
+			cs_writes = (unsigned)cs;
+			think_spins = (unsigned)think;
+		}
 		if (threads >= 1 && threads <= MAX_THREADS && window > 0 && ms >= window)
 			return run_loop(threads, ms, window);
 	}
-	fprintf(stderr, "usage: %s pair ITERS | loop THREADS MS WINDOW_MS\n", argv[0]);
+usage:
+	fprintf(stderr, "usage: %s pair ITERS | loop THREADS MS WINDOW_MS [CS THINK]\n", argv[0]);
 	return 2;
 }
