@@ -33,8 +33,8 @@ endif()
 
 # A process-shared lock taken here and released by another process, over
 # and over (rqspin_lock, rqspin_trylock): each acquisition drops the old
-# entry, so the table never overflows; a release posted by a thread of this
-# process goes with it.
+# entry but the newest (perhaps an interrupted call's), so the table never
+# overflows; a release posted by a thread of this process goes with it.
 rqspin_add_test(NAME rqspin_pshared_handoff SOURCES rqspin_pshared_handoff.c NO_TSAN
   TIMEOUT 120 LABELS rqspin unit)
 
@@ -218,6 +218,14 @@ rqspin_add_test(NAME rqspin_interrupt SOURCES rqspin_interrupt.c LIBS rqspin_sta
   TIMEOUT 600 LABELS rqspin signal NO_TSAN)
 if(TARGET rqspin_interrupt)
   target_include_directories(rqspin_interrupt PRIVATE ${PROJECT_SOURCE_DIR}/src)
+endif()
+# The same with A and B process-shared (fast, non-LIFO, timeout and AA
+# operations: that protocol has no pending bit and no queue).
+rqspin_add_test(NAME rqspin_interrupt_pshared SOURCES rqspin_interrupt.c LIBS rqspin_static
+  TIMEOUT 600 LABELS rqspin signal NO_TSAN)
+if(TARGET rqspin_interrupt_pshared)
+  target_include_directories(rqspin_interrupt_pshared PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_definitions(rqspin_interrupt_pshared PRIVATE RQSPIN_INTERRUPT_PSHARED=1)
 endif()
 # The same through the pthread_spin_* shim (its barging slow path),
 # compiled into the test; AA returns EDEADLK and a timeout ETIMEDOUT (the

@@ -9,11 +9,18 @@
  * ran into the 2 s timeout (-ETIMEDOUT) instead of -EDEADLK at once.
  *
  * Part 1 hands off through rqspin_lock, part 2 through rqspin_trylock.
- * Part 3: a thread of this process releases the lock for us (a posted
+ * Part 3 (another lock): a thread of this process releases it for us (a posted
  * release), then we take it again while it is free. The post must be
  * consumed with the stale entry: left behind, it would later count
  * against our new hold, and our relock of it would time out instead of
  * -EDEADLK.
+ * Part 4 (white-box, a third lock): a signal handler that takes the lock
+ * while the code it interrupted is in a lock call between its push and
+ * its CAS, or in an unlock between its release store and its pop. The
+ * entry that call has pushed looks stale (the word is free) but is not:
+ * the clean-up must leave it, or the interrupted call goes on to hold the
+ * lock without an entry (its AA detection lost). Simulated with the
+ * inline push and a direct release store.
  */
 #include <errno.h>
 #include <sys/mman.h>
@@ -28,7 +35,7 @@
 /* Long enough that a timeout can never pass for the instant -EDEADLK. */
 #define AA_TIMEOUT (2ull * 1000 * 1000 * 1000)
 
-static rqspinlock_t *L;
+static rqspinlock_t *L, *P; /* P: part 3's, untouched by parts 1 and 2 */
 static int to_child[2], to_parent[2];
 
 static void byte_write(int fd)
@@ -62,14 +69,15 @@ static void check_table_and_aa(const char *part)
 	uint64_t t0;
 	int ret;
 
-	/* At most the last round's entry is left (dropped at the next
-	 * acquisition of L). */
-	if (rqspin_held_locks()->cnt > 1) {
+	/* At most two stale entries are left: one that each acquisition
+	 * keeps (it could be an interrupted lock call's), and the last
+	 * round's. */
+	if (rqspin_held_locks()->cnt > 2) {
 		tu_write_str(part);
 		tu_write_str(": held-table entries left: ");
 		tu_write_u64(rqspin_held_locks()->cnt);
 		tu_write_str("\n");
-		CHECK(rqspin_held_locks()->cnt <= 1);
+		CHECK(rqspin_held_locks()->cnt <= 2);
 	}
 	CHECK(rqspin_lock(&priv) == 0);
 	t0 = tu_now_ns();
@@ -109,7 +117,7 @@ static void handoffs(bool use_trylock, const char *part)
 static void *release_for_main(void *arg)
 {
 	(void)arg;
-	rqspin_unlock(L); /* main's lock: posted to main's record */
+	rqspin_unlock(P); /* main's lock: posted to main's record */
 	return NULL;
 }
 
@@ -117,28 +125,62 @@ static void posted_then_retaken(void)
 {
 	uint64_t t0;
 
-	rqspin_lock_init_pshared(L);
-	CHECK(rqspin_lock(L) == 0);
+	rqspin_lock_init_pshared(P);
+	CHECK(rqspin_lock(P) == 0);
 	tu_thread_join(tu_thread_start(release_for_main, NULL));
-	CHECK(rqspin_lock(L) == 0); /* free: the old entry and the post go */
+	CHECK(rqspin_lock(P) == 0); /* free: the old entry and the post go */
 	t0 = tu_now_ns();
-	CHECK(rqspin_lock_timeout(L, AA_TIMEOUT) == -EDEADLK);
+	CHECK(rqspin_lock_timeout(P, AA_TIMEOUT) == -EDEADLK);
 	CHECK(tu_now_ns() - t0 < AA_TIMEOUT / 2);
-	rqspin_unlock(L);
+	rqspin_unlock(P);
 	/* The consumed post may leave a released mark (trimmed later), but
-	 * no entry that names L. */
+	 * no entry that names P. */
 	for (uint32_t i = 0; i < rqspin_held_locks()->cnt && i < RQSPIN_NR_HELD; i++)
-		CHECK(rqspin_held_locks()->locks[i] != L);
-	CHECK(!rqspin_is_locked(L));
+		CHECK(rqspin_held_locks()->locks[i] != P);
+	CHECK(!rqspin_is_locked(P));
+}
+
+/* What a handler does with the lock: lock, unlock, trylock, unlock. */
+static void handler_takes(rqspinlock_t *q)
+{
+	CHECK(rqspin_lock(q) == 0);
+	rqspin_unlock(q);
+	CHECK(rqspin_trylock(q));
+	rqspin_unlock(q);
+}
+
+static void interrupted_calls(void)
+{
+	struct rqspin__thread_hot *self = rqspin__self();
+	rqspinlock_t *Q = L + 2;
+	uint32_t cnt0;
+
+	rqspin_lock_init_pshared(Q);
+	cnt0 = rqspin_held_locks()->cnt;
+	/* A lock call, pushed, before its CAS. */
+	rqspin__held_push(self, Q);
+	handler_takes(Q);
+	CHECK(rqspin_held_locks()->cnt == cnt0 + 1);
+	CHECK(rqspin_held_locks()->locks[cnt0] == Q);
+	CHECK(rqspin__held_pop_top(self, Q));
+	/* An unlock, after its release store, before its pop. */
+	CHECK(rqspin_lock(Q) == 0);
+	__atomic_store_n(&Q->w.b.locked, 0, __ATOMIC_RELEASE);
+	handler_takes(Q);
+	CHECK(rqspin_held_locks()->cnt == cnt0 + 1);
+	CHECK(rqspin_held_locks()->locks[cnt0] == Q);
+	CHECK(rqspin__held_pop_top(self, Q));
 }
 
 int main(void)
 {
 	L = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(L != MAP_FAILED);
+	P = L + 1;
 	handoffs(false, "rqspin_lock");
 	handoffs(true, "rqspin_trylock");
 	posted_then_retaken();
+	interrupted_calls();
 	tu_write_str("rqspin_pshared_handoff: ok\n");
 	return 0;
 }

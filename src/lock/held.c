@@ -270,15 +270,14 @@ static bool own_remove(struct rqspin_thread *self, const void *lock)
 	return true;
 }
 
-void rqs_held_drop_stale(struct rqspin_thread *self, const void *lock, bool keep_newest)
+void rqs_held_drop_stale(struct rqspin_thread *self, const void *lock, uint32_t keep)
 {
-	int newest = find_newest(self, held_count(self), lock);
-	uint32_t below;
+	uint32_t below, k;
 	int i;
 
 	/* No entry (the usual case), or a handler inside an outer table
 	 * operation: leave the table alone. */
-	if (newest < 0 || self->table_busy)
+	if (find_newest(self, held_count(self), lock) < 0 || self->table_busy)
 		return;
 	/* A thread of this process that unlocked it for us posted the
 	 * release before its release store, which the caller's read of the
@@ -287,15 +286,17 @@ void rqs_held_drop_stale(struct rqspin_thread *self, const void *lock, bool keep
 	 * later mark a new hold of the lock as released. */
 	atomic_thread_fence(memory_order_acquire);
 	rqs_held_drain(self);
-	/* Entries below `below` go; it follows the kept one down. */
-	newest = find_newest(self, held_count(self), lock);
-	below = keep_newest ? (uint32_t)(newest < 0 ? 0 : newest) : RQSPIN_NR_HELD;
-	while ((i = find_newest(self, below < held_count(self) ? below : held_count(self), lock)) >=
-	       0) {
+	below = held_count(self);
+	for (k = 0; k < keep; k++) {
+		i = find_newest(self, below, lock);
+		if (i < 0)
+			return;
+		below = (uint32_t)i;
+	}
+	while ((i = find_newest(self, below, lock)) >= 0) {
 		remove_at(self, (uint32_t)i, held_count(self));
 		trim(self);
-		if (keep_newest)
-			below--;
+		below = (uint32_t)i;
 	}
 }
 

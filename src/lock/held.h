@@ -91,12 +91,14 @@ static inline bool held_aa(const struct rqspin_thread *self, const void *lock)
 	return rqs_held_by(self, lock, true);
 }
 
-/* Remove the hold entries (not attempts) of lock from our table, all or
- * all but the newest (keep_newest): the caller saw the word of this
- * process-shared lock free or naming another holder, so another process
- * released the lock for us. A release that a thread of this process
- * posted for us is consumed first. */
-void rqs_held_drop_stale(struct rqspin_thread *self, const void *lock, bool keep_newest);
+/* Remove the hold entries (not attempts) of lock from our table but the
+ * newest `keep`: the caller saw the word of this process-shared lock free
+ * or naming another holder, so another process released the lock for us.
+ * The newest hold entry below the caller's own must stay: it may be a
+ * lock or unlock call of the code a signal handler interrupted, between
+ * its push and its CAS or its release store and its pop. A release that a
+ * thread of this process posted for us is consumed first. */
+void rqs_held_drop_stale(struct rqspin_thread *self, const void *lock, uint32_t keep);
 
 /* Drop the top entry after a failed acquisition. */
 void rqs_held_release_entry(struct rqspin_thread *self);

@@ -117,9 +117,10 @@ bool rqspin__pshared_trylock(rqspinlock_t *lock, uint32_t val)
 	while ((val & RQSPIN__PSHARED_MARK) && locked_byte(val) == 0) {
 		if (word_take(lock, &val, mine)) {
 			/* It was free, so older entries of ours for it are
-			 * holds another process released (see pshared_wait);
-			 * the newest is this call's. */
-			rqs_held_drop_stale(self, lock, true);
+			 * holds another process released (see pshared_wait).
+			 * The newest is this call's, the one below it perhaps
+			 * an interrupted call's (rqs_held_drop_stale). */
+			rqs_held_drop_stale(self, lock, 2);
 			return true;
 		}
 	}
@@ -277,9 +278,12 @@ static int pshared_wait(rqspinlock_t *lock, uint32_t val, uint64_t timeout_ns)
 	 * pshared lock comes here, after the inline CAS failed on the mark):
 	 * a lock that another process keeps unlocking for us would otherwise
 	 * leave one entry per acquisition, until the table overflowed and
-	 * AA detection was lost for every lock of the thread. */
+	 * AA detection was lost for every lock of the thread. The newest
+	 * hold entry stays (perhaps a lock call we interrupted, in a
+	 * handler): at most one stale entry per lock remains. Our own
+	 * entry is marked as an attempt, not a hold. */
 	if (val != mine) {
-		rqs_held_drop_stale(w.self, lock, false);
+		rqs_held_drop_stale(w.self, lock, 1);
 		val = word_load(lock);
 	}
 	if (locked_byte(val) == 0 && word_take(lock, &val, mine)) {
