@@ -228,12 +228,19 @@ static void test_env(const char *self)
 		static const char *const t123[] = { "RQSPIN_TIMEOUT_MS=123", NULL };
 		static const char *const tbad[] = { "RQSPIN_TIMEOUT_MS=12x", NULL };
 		static const char *const tzero[] = { "RQSPIN_TIMEOUT_MS=0", NULL };
+		/* 2^64 ns / 10^6, rounded up: ms * 10^6 wraps to 448 us. */
+		static const char *const twrap[] = { "RQSPIN_TIMEOUT_MS=18446744073710", NULL };
+		static const char *const tneg[] = { "RQSPIN_TIMEOUT_MS=-5", NULL };
 
 		run_child(self, "default-timeout", "123", t123, unset_report, &co);
 		CHECK(!has(co.err, "RQSPIN_TIMEOUT_MS"));
 		run_child(self, "default-timeout", "250", tbad, unset_report, &co);
 		CHECK(has(co.err, "RQSPIN_TIMEOUT_MS"));
 		run_child(self, "default-timeout", "250", tzero, unset_report, &co);
+		CHECK(has(co.err, "RQSPIN_TIMEOUT_MS"));
+		run_child(self, "default-timeout", "250", twrap, unset_report, &co);
+		CHECK(has(co.err, "RQSPIN_TIMEOUT_MS"));
+		run_child(self, "default-timeout", "250", tneg, unset_report, &co);
 		CHECK(has(co.err, "RQSPIN_TIMEOUT_MS"));
 		run_child(self, "default-timeout", "250", NULL, unset_report, &co);
 	}
