@@ -48,6 +48,11 @@ rqspin_add_test(NAME rqspin_held_overflow SOURCES rqspin_held_overflow.c
 rqspin_add_test(NAME rqspin_abba SOURCES rqspin_abba.c
   TIMEOUT 180 LABELS rqspin stress)
 
+# A hold that a signal handler took on its fast path, above the wait it
+# interrupted, is no link of a deadlock: no false ABBA through it.
+rqspin_add_test(NAME rqspin_handler_leaf SOURCES rqspin_handler_leaf.c NO_TSAN
+  TIMEOUT 120 LABELS rqspin unit signal)
+
 # Cycles of 3, 4 and 8 threads -> -EDEADLK (cycle stat, report lines up);
 # a 9-cycle (beyond the followed chain) still resolves.
 rqspin_add_test(NAME rqspin_cycle SOURCES rqspin_cycle.c

@@ -187,8 +187,10 @@ static unsigned walk(const struct rqspin_thread *self, const void *lock, struct 
 			if (c->thread[k] == h)
 				return 0;
 		next = held_waiting_for(h);
-		if (!next)
-			return 0; /* h runs: it will release */
+		/* h runs: it will release (also when its hold of cur is a
+		 * signal handler's, above the wait that handler interrupted). */
+		if (!next || !rqs_held_while_waiting(h, cur, next))
+			return 0;
 		c->thread[c->n] = h;
 		c->waits[c->n] = next;
 		c->n++;
@@ -222,7 +224,8 @@ int rqs_deadlock_find(struct rqspin_thread *self, const void *lock, struct deadl
 		const struct rqspin_thread *h = c1.thread[k];
 
 		if (!lock_is_busy(c1.waits[k - 1]) || !holds(h, c1.waits[k - 1]) ||
-		    held_waiting_for(h) != c1.waits[k])
+		    held_waiting_for(h) != c1.waits[k] ||
+		    !rqs_held_while_waiting(h, c1.waits[k - 1], c1.waits[k]))
 			return 0;
 	}
 	if (!rqs_held_by(self, c1.waits[c1.n - 1], c1.waits[c1.n - 1] == lock))

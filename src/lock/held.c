@@ -120,6 +120,27 @@ bool rqs_held_owns(const struct rqspin_thread *t, const void *lock)
 	return holds > posted(t, lock) && rqs_pshared_may_hold(lock, t);
 }
 
+bool rqs_held_while_waiting(const struct rqspin_thread *t, const void *lock, const void *waiting)
+{
+	uint32_t n = tracked(held_count_acquire(t)), i = n;
+
+	/* The newest entry of the wait (marked or not yet marked). */
+	while (i-- > 0) {
+		const void *e = held_entry(t, i);
+
+		if (e == waiting || e == attempt_entry(waiting))
+			break;
+	}
+	if (i == UINT32_MAX)
+		return true;
+	/* Either kind below it: an attempt there is an interrupted wait's,
+	 * which blocks others through its pending bit (rqs_held_by). */
+	while (i-- > 0)
+		if (entry_lock(held_entry(t, i)) == lock)
+			return true;
+	return false;
+}
+
 bool rqs_held_holds_any(const struct rqspin_thread *t, bool attempt)
 {
 	uint32_t cnt = held_count(t);

@@ -60,6 +60,15 @@ bool rqs_held_by(const struct rqspin_thread *t, const void *lock, bool attempt);
  * slow path's attempt), beyond the releases posted to t? */
 bool rqs_held_owns(const struct rqspin_thread *t, const void *lock);
 
+/* Read by another thread: did t's hold of lock begin before its wait for
+ * waiting (its waiting_for)? A hold recorded above that wait's entry is a
+ * signal handler's, taken on its fast path while the wait it interrupted
+ * stays published: t runs that handler, and will release the lock, so it
+ * is no link of a deadlock. An attempt entry below the wait counts (an
+ * interrupted wait's pending bit blocks like a hold, as in rqs_held_by).
+ * True when the table cannot tell (the wait's entry past the table). */
+bool rqs_held_while_waiting(const struct rqspin_thread *t, const void *lock, const void *waiting);
+
 /* Before a slow path waits (pending bit, queue, the shim's watch): our
  * entry for lock (the top one) is marked as an attempt, so that no other
  * thread takes us for its holder while we wait (a signal handler that
