@@ -41,6 +41,13 @@
  *   shim_conform handler-own-wait-nested
  *                             the same from a second handler nested in a
  *                             first one that waits for another lock
+ *   shim_conform handler-queued-other
+ *                             a signal handler locks another, busy lock
+ *                             while its thread waits in a lock's queue:
+ *                             the library gives such a nested call one
+ *                             try (NEST_FAIL); the shim must keep trying
+ *                             quietly, under =error too (run with it): 0,
+ *                             and nothing on stderr
  *   shim_conform handoff      bounded barging: a waiter that has waited
  *                             its bound asks for the hand-off (bit 9 of
  *                             the word, librqspin-pthread(7)); from the
@@ -50,6 +57,7 @@
  * Exit status 0 on success; every wait is bounded by alarm().
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -677,6 +685,98 @@ static int test_handler_own_wait_nested(void)
 	return 0;
 }
 
+/* A handler over a queued wait locks another lock, held for a while. */
+static pthread_spinlock_t qa, qb;
+static pthread_t q_waiter;
+static volatile int qa_released, qb_handler_ret = -1, qb_handler_done, q_pending_locked;
+
+static void qb_handler(int sig)
+{
+	(void)sig;
+	qb_handler_ret = pthread_spin_lock(&qb);
+	if (qb_handler_ret == 0)
+		pthread_spin_unlock(&qb);
+	qb_handler_done = 1;
+}
+
+static void *qa_pending(void *arg)
+{
+	(void)arg;
+	CHECK(pthread_spin_lock(&qa) == 0); /* as the pending waiter */
+	q_pending_locked = 1;
+	CHECK(pthread_spin_unlock(&qa) == 0);
+	return NULL;
+}
+
+static void *qb_holder(void *arg)
+{
+	(void)arg;
+	/* qb is held (by main, for us) until the handler has failed its one
+	 * try, then a while longer. */
+	sleep_ms(300);
+	CHECK(pthread_spin_unlock(&qb) == 0);
+	return NULL;
+}
+
+static void *qb_pending(void *arg)
+{
+	(void)arg;
+	CHECK(pthread_spin_lock(&qb) == 0);
+	CHECK(pthread_spin_unlock(&qb) == 0);
+	return NULL;
+}
+
+static int test_handler_queued_other(void)
+{
+	struct sigaction sa;
+	pthread_t pend, pend_b, hold_b, waiter;
+	char buf[1024];
+	ssize_t n;
+
+	CHECK(pipe(report_pipe) == 0);
+	err_fd = dup(2);
+	CHECK(err_fd > 2);
+	CHECK(dup2(report_pipe[1], 2) == 2);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = qb_handler;
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	CHECK(pthread_spin_init(&qa, PTHREAD_PROCESS_PRIVATE) == 0);
+	CHECK(pthread_spin_init(&qb, PTHREAD_PROCESS_PRIVATE) == 0);
+	CHECK(pthread_spin_lock(&qa) == 0);
+	CHECK(pthread_create(&pend, NULL, qa_pending, NULL) == 0);
+	/* Its watch (20 ms) over, it takes the pending bit (bit 8). */
+	while (!(__atomic_load_n((volatile int *)&qa, __ATOMIC_RELAXED) & (1 << 8)))
+		sleep_ms(1);
+	CHECK(pthread_create(&waiter, NULL, qa_pending, NULL) == 0);
+	/* The second queues (the tail, bits 16-31). */
+	while (!(__atomic_load_n((volatile unsigned *)&qa, __ATOMIC_RELAXED) >> 16))
+		sleep_ms(1);
+	q_waiter = waiter;
+	CHECK(pthread_spin_lock(&qb) == 0);
+	/* qb's pending bit taken too: the handler would have to queue. */
+	CHECK(pthread_create(&pend_b, NULL, qb_pending, NULL) == 0);
+	while (!(__atomic_load_n((volatile int *)&qb, __ATOMIC_RELAXED) & (1 << 8)))
+		sleep_ms(1);
+	CHECK(pthread_create(&hold_b, NULL, qb_holder, NULL) == 0);
+	CHECK(pthread_kill(q_waiter, SIGUSR1) == 0);
+	while (!qb_handler_done)
+		sleep_ms(1);
+	CHECK(pthread_join(hold_b, NULL) == 0);
+	CHECK(pthread_join(pend_b, NULL) == 0);
+	CHECK(pthread_spin_unlock(&qa) == 0);
+	CHECK(pthread_join(pend, NULL) == 0);
+	CHECK(pthread_join(waiter, NULL) == 0);
+	CHECK(qb_handler_ret == 0);
+	CHECK(fcntl(report_pipe[0], F_SETFL, O_NONBLOCK) == 0);
+	n = read(report_pipe[0], buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = 0;
+		dprintf(err_fd, "unexpected report:\n%s", buf);
+	}
+	CHECK(n <= 0);
+	return 0;
+}
+
 /* ---- bounded barging ---- */
 
 static pthread_spinlock_t lh;
@@ -747,13 +847,15 @@ int main(int argc, char **argv)
 		return test_handler_own_wait();
 	if (!strcmp(m, "handler-own-wait-nested"))
 		return test_handler_own_wait_nested();
+	if (!strcmp(m, "handler-queued-other"))
+		return test_handler_queued_other();
 	if (!strcmp(m, "pshared-cross-unlock"))
 		return test_pshared_cross_unlock();
 	if (!strcmp(m, "handoff"))
 		return test_handoff();
 	dprintf(2, "usage: %s posix|fork|private-in-shared|killed|pshared-stall|relock-wait|abba-wait|relock-error|"
 		   "relock-abort|cross-unlock|pshared-cross-unlock|handler-own-wait|"
-		   "handler-own-wait-nested|handoff\n",
+		   "handler-own-wait-nested|handler-queued-other|handoff\n",
 		   argv[0]);
 	return 2;
 }

@@ -19,7 +19,8 @@
  *    died holding it (thread exit, or for a process-shared lock a killed
  *    process): the caller takes it over, where glibc would spin forever.
  *    On a deadlock (AA relock, ABBA, a longer cycle, a signal handler
- *    nested in its thread's own wait) or a timeout it writes one report
+ *    nested in its thread's own wait for the lock) or a timeout it writes
+ *    one report
  *    line to stderr per lock and kind, then by policy:
  *      RQSPIN_PTHREAD_DEADLOCK=wait (default): keep waiting, as glibc
  *        does (it returns only once the lock is acquired);
@@ -156,11 +157,24 @@ static bool first_report(const void *lock, enum rqspin_event ev)
 	return false;
 }
 
+/*
+ * NEST_FAIL is no deadlock of the program: a signal handler's lock call
+ * while its thread waits in a queue gets one try (the interrupted wait
+ * may be the link others wait for; slowpath.c, nonode_lock). The lock may
+ * be any lock. A handler under glibc would spin until the lock is free,
+ * so under every policy the shim keeps trying, quietly (lock_failed's
+ * trylock polling takes the lock when it frees; the hook notes the event
+ * for it). It used to print "deadlock" and, under `error`, return EDEADLK
+ * for handlers of correct programs.
+ */
+static __thread enum rqspin_event last_event __attribute__((tls_model("initial-exec")));
+
 static enum policy policy_of(enum rqspin_event ev)
 {
 	switch (ev) {
 	case RQSPIN_EV_TIMEOUT: return timeout_policy;
 	case RQSPIN_EV_OWNER_DEAD: return POLICY_WAIT; /* acquired: nothing to do */
+	case RQSPIN_EV_NEST_FAIL: return POLICY_WAIT;
 	default: return deadlock_policy;
 	}
 }
@@ -171,10 +185,9 @@ static const char *what_of(enum rqspin_event ev)
 	case RQSPIN_EV_AA: return "deadlock (AA: the thread already holds it)";
 	case RQSPIN_EV_ABBA: return "deadlock (ABBA: two threads wait for each other)";
 	case RQSPIN_EV_CYCLE: return "deadlock (a cycle of threads)";
-	case RQSPIN_EV_NEST_FAIL:
-		return "deadlock (a signal handler interrupted its thread's wait)";
 	case RQSPIN_EV_TIMEOUT: return "no progress for the timeout";
 	case RQSPIN_EV_OWNER_DEAD: return "holder died holding it; lock taken over";
+	case RQSPIN_EV_NEST_FAIL: break; /* not reported (policy_of) */
 	}
 	return "failure";
 }
@@ -211,7 +224,8 @@ static void shim_report(const struct rqspin_report *rep, void *arg)
 	uint32_t k;
 
 	(void)arg;
-	if (!first_report(rep->lock, rep->event))
+	last_event = rep->event;
+	if (rep->event == RQSPIN_EV_NEST_FAIL || !first_report(rep->lock, rep->event))
 		return;
 	put_str(&l, "rqspin-pthread: pthread_spin_lock(");
 	put_num(&l, (uintptr_t)rep->lock, 16);
@@ -352,7 +366,7 @@ static __attribute__((noinline, cold)) int lock_failed(rqspinlock_t *l, int ret)
 		case -EOWNERDEAD:
 			return 0;
 		case -EDEADLK:
-			p = deadlock_policy;
+			p = last_event == RQSPIN_EV_NEST_FAIL ? POLICY_WAIT : deadlock_policy;
 			break;
 		case -ETIMEDOUT:
 			p = timeout_policy;
