@@ -20,8 +20,7 @@
  *    process): the caller takes it over, where glibc would spin forever.
  *    On a deadlock (AA relock, ABBA, a longer cycle, a signal handler
  *    nested in its thread's own wait for the lock) or a timeout it writes
- *    one report
- *    line to stderr per lock and kind, then by policy:
+ *    one report line to stderr per lock and kind, then by policy:
  *      RQSPIN_PTHREAD_DEADLOCK=wait (default): keep waiting, as glibc
  *        does (it returns only once the lock is acquired);
  *      =error: return EDEADLK (POSIX's "may fail");
