@@ -21,6 +21,12 @@
  * the clean-up must leave it, or the interrupted call goes on to hold the
  * lock without an entry (its AA detection lost). Simulated with the
  * inline push and a direct release store.
+ * Part 5: a thread takes a lock in a shared page, another process
+ * releases it, the program unmaps the page (or maps private memory there
+ * and stores 1 where the word was), then the thread exits. Thread exit
+ * used to follow the stale entry: a crash (SIGSEGV) on the unmapped page,
+ * and on the remapped one the 1 read as "held" and overwritten with the
+ * owner-dead mark.
  */
 #include <errno.h>
 #include <sys/mman.h>
@@ -172,6 +178,61 @@ static void interrupted_calls(void)
 	CHECK(rqspin__held_pop_top(self, Q));
 }
 
+static int ready[2], go[2];
+
+static void *hold_then_exit(void *arg)
+{
+	rqspinlock_t *x = arg;
+
+	CHECK(rqspin_lock(x) == 0);
+	byte_write(to_child[1]); /* the child releases x */
+	byte_read(to_parent[0]);
+	byte_write(ready[1]);    /* main unmaps (and remaps) x's page */
+	byte_read(go[0]);
+	return NULL;             /* thread exit: x's entry is stale */
+}
+
+static void stale_entry_at_exit(bool remap)
+{
+	void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pthread_t t;
+	pid_t pid;
+	int status;
+
+	CHECK(page != MAP_FAILED);
+	rqspin_lock_init_pshared(page);
+	CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0 && pipe(ready) == 0 && pipe(go) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		byte_read(to_child[0]);
+		rqspin_unlock(page);
+		byte_write(to_parent[1]);
+		_exit(0);
+	}
+	t = tu_thread_start(hold_then_exit, page);
+	byte_read(ready[0]);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(munmap(page, 4096) == 0);
+	if (remap) {
+		CHECK(mmap(page, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+			   -1, 0) == page);
+		*(volatile uint32_t *)page = 1; /* the program's data */
+	}
+	byte_write(go[1]);
+	tu_thread_join(t);
+	if (remap) {
+		CHECK_EQ_U64(*(volatile uint32_t *)page, 1);
+		CHECK(munmap(page, 4096) == 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		close(to_child[i]);
+		close(to_parent[i]);
+		close(ready[i]);
+		close(go[i]);
+	}
+}
+
 int main(void)
 {
 	L = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -181,6 +242,8 @@ int main(void)
 	handoffs(true, "rqspin_trylock");
 	posted_then_retaken();
 	interrupted_calls();
+	stale_entry_at_exit(false);
+	stale_entry_at_exit(true);
 	tu_write_str("rqspin_pshared_handoff: ok\n");
 	return 0;
 }

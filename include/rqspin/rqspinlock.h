@@ -172,6 +172,9 @@ RQSPIN_MUST_CHECK static inline int rqspin_lock(rqspinlock_t *lock);
  * that a thread of another process released for this thread stays in
  * this thread's held table (one of its RQSPIN_NR_HELD entries) until the
  * thread next takes that lock, or exits: no other process can reach it.
+ * Thread exit does not touch such an entry's memory (it may be unmapped
+ * by then) for the last 32 process-shared locks the thread took; a
+ * thread that took more leaves the older ones to be read, as if held.
  */
 
 /*

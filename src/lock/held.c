@@ -563,6 +563,25 @@ bool rqs_held_claim_ghost_entry(struct rqspin_thread *ghost, const void *lock)
  * becomes RQSPIN__LOCKED_OWNER_DEAD so the next waiter takes the lock over
  * with -EOWNERDEAD instead of waiting for a timeout. Only entries that are
  * still holds count: released cells are subtracted first. */
+static bool pshared_taken(const struct rqspin_thread *t, const void *lock)
+{
+	uint32_t i;
+
+	for (i = 0; i < RQS_PSHARED_TAKEN; i++)
+		if (t->pshared_taken[i] == lock)
+			return true;
+	return false;
+}
+
+void rqs_held_note_pshared(struct rqspin_thread *self, const void *lock)
+{
+	/* A handler landing between the look and the store may note its
+	 * own lock in the same cell: one of the two is forgotten early,
+	 * and thread exit then reads that lock as it did before. */
+	if (!pshared_taken(self, lock))
+		self->pshared_taken[self->pshared_next++ % RQS_PSHARED_TAKEN] = lock;
+}
+
 void rqs_held_abandon(struct rqspin_thread *t)
 {
 	uint32_t cnt = held_count(t);
@@ -578,6 +597,12 @@ void rqs_held_abandon(struct rqspin_thread *t)
 		 * not inside one). */
 		if (!w || e == RQSPIN__HELD_RELEASED || entry_is_attempt(e))
 			continue;
+		/* A process-shared lock (abandoning never changes one): its
+		 * entry may be stale, its memory gone or reused. */
+		if (pshared_taken(t, e)) {
+			set_entry(t, i, NULL);
+			continue;
+		}
 		val = __atomic_load_n(&w->val, __ATOMIC_RELAXED);
 		/* We run on the owner: tell TSan it lets go, so that the
 		 * takeover is no double lock -- before the word says so, as a

@@ -107,6 +107,10 @@ static inline bool held_aa(const struct rqspin_thread *self, const void *lock)
  * lock or unlock call of the code a signal handler interrupted, between
  * its push and its CAS or its release store and its pop. A release that a
  * thread of this process posted for us is consumed first. */
+/* Note a process-shared lock the thread has just taken
+ * (rqspin_thread.pshared_taken); async-signal-safe. */
+void rqs_held_note_pshared(struct rqspin_thread *self, const void *lock);
+
 void rqs_held_drop_stale(struct rqspin_thread *self, const void *lock, uint32_t keep);
 
 /* Drop the top entry after a failed acquisition. */

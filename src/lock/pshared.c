@@ -121,6 +121,7 @@ bool rqspin__pshared_trylock(rqspinlock_t *lock, uint32_t val)
 			 * The newest is this call's, the one below it perhaps
 			 * an interrupted call's (rqs_held_drop_stale). */
 			rqs_held_drop_stale(self, lock, 2);
+			rqs_held_note_pshared(self, lock);
 			return true;
 		}
 	}
@@ -262,6 +263,8 @@ int rqs_pshared_lock_slowpath(rqspinlock_t *lock, uint32_t val, uint64_t timeout
 #endif
 	ret = pshared_wait(lock, val, timeout_ns);
 	rqs_deadlock_wait_end(self, &tok);
+	if (ret == 0 || ret == -EOWNERDEAD)
+		rqs_held_note_pshared(self, lock);
 	return ret;
 }
 

@@ -138,6 +138,8 @@ static void thread_record_init(struct rqspin_thread *t, uint32_t slot)
 	t->slot = slot;
 	t->nesting = 0;
 	t->exit_rounds = 0;
+	t->pshared_next = 0;
+	memset(t->pshared_taken, 0, sizeof(t->pshared_taken));
 	atomic_store_explicit(&t->tid, (pid_t)rqs_os_gettid(), memory_order_relaxed);
 }
 

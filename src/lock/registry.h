@@ -73,6 +73,8 @@ struct thread_stats {
  * cell per table entry, so a post always finds a free cell. */
 #define RELEASED_CELLS RQSPIN_NR_HELD
 
+#define RQS_PSHARED_TAKEN 32u
+
 struct rqspin_thread {
 	struct rqspin__thread_hot hot; /* first: rqspin__tls_self points here */
 	struct thread_stats stats;
@@ -100,6 +102,14 @@ struct rqspin_thread {
 	/* Destructor rounds our exit key has been set again for (thread_exit:
 	 * locks still held at exit may be released by later destructors). */
 	uint32_t exit_rounds;
+	/* The process-shared locks this thread took last (a ring, written by
+	 * the thread and its handlers). Another process may have released
+	 * one for us and unmapped or reused its memory since: thread exit
+	 * must not read or write a lock through such an entry (and has no
+	 * need to: a dead holder of a process-shared word is found by the
+	 * thread id in it). */
+	uint32_t pshared_next;
+	const void *pshared_taken[RQS_PSHARED_TAKEN];
 };
 
 enum wait_role { ROLE_NONE = 0, ROLE_PENDING, ROLE_QUEUED, ROLE_HEAD, ROLE_NONODE };
