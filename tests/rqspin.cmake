@@ -16,6 +16,12 @@ rqspin_add_test(NAME rqspin_aa SOURCES rqspin_aa.c
 rqspin_add_test(NAME rqspin_cross_unlock_owner SOURCES rqspin_cross_unlock_owner.c NO_TSAN
   TIMEOUT 240 LABELS rqspin stress signal)
 
+# Cross-thread unlock of a lock its owner holds untracked (past its table,
+# or moved into it as NULL): the owner's count goes too, so no phantom hold
+# stays (later cross-thread unlocks waited out the timeout; AA was lost).
+rqspin_add_test(NAME rqspin_cross_unlock_untracked SOURCES rqspin_cross_unlock_untracked.c
+  NO_TSAN TIMEOUT 180 LABELS rqspin unit)
+
 # A lock released by one of the program's key destructors at thread exit
 # is not taken over (owner-dead) before that destructor runs; one nobody
 # releases still is.

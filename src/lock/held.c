@@ -161,6 +161,8 @@ bool rqs_held_holds_any(const struct rqspin_thread *t, bool attempt)
 	return live > 0;
 }
 
+static int find_newest(const struct rqspin_thread *t, uint32_t cnt, const void *v);
+
 /* Close the gap at i; the table has cnt entries. */
 static void remove_at(struct rqspin_thread *self, uint32_t i, uint32_t cnt)
 {
@@ -224,11 +226,24 @@ void rqs_held_drain(struct rqspin_thread *self)
 		n = tracked(held_count(self));
 		for (i = 0; i < n; i++) {
 			/* Holds only (an attempt entry never equals lock):
-			 * posts are made for holds. None: the post was for an
-			 * untracked hold. */
+			 * posts are made for holds. */
 			if (held_entry(self, i) == lock) {
 				set_entry(self, i, RQSPIN__HELD_RELEASED);
 				break;
+			}
+		}
+		/* None: the post was for one of our untracked holds
+		 * (rqspin__unlock_slow, untracked_owner): one past the table
+		 * goes from the count, one moved into it (NULL) is marked. */
+		if (i == n) {
+			uint32_t cnt = held_count(self);
+			int k = find_newest(self, cnt, NULL);
+
+			if (cnt > RQSPIN_NR_HELD) {
+				set_count(self, cnt - 1);
+				atomic_signal_fence(memory_order_seq_cst);
+			} else if (k >= 0) {
+				set_entry(self, (uint32_t)k, RQSPIN__HELD_RELEASED);
 			}
 		}
 		/* release: the mark is visible before the cell empties (see
@@ -479,6 +494,27 @@ static struct rqspin_thread *foreign_owner(const struct rqspin_thread *self, con
 	return first;
 }
 
+/* The one live thread other than self that holds locks its table cannot
+ * name, or NULL (none, or several: which one holds the lock is unknown). */
+static struct rqspin_thread *untracked_owner(const struct rqspin_thread *self)
+{
+	uint32_t n = rqs_registry_high_water(), i;
+	struct rqspin_thread *found = NULL;
+
+	for (i = 0; i < n; i++) {
+		struct rqspin_slot *s = rqs_registry_slot(i);
+
+		if (!s || &s->t == self || held_count(&s->t) == 0 ||
+		    atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_USED ||
+		    !holds_untracked(&s->t))
+			continue;
+		if (found)
+			return NULL;
+		found = &s->t;
+	}
+	return found;
+}
+
 static bool post_release(struct rqspin_thread *owner, const void *lock)
 {
 	uint32_t c;
@@ -524,6 +560,13 @@ void rqspin__unlock_slow(struct rqspin__thread_hot *hot, void *lock)
 		return;
 	}
 	owner = foreign_owner(self, lock);
+	/* No table names it, and we hold nothing untracked: the hold is
+	 * untracked in another thread's table (past it, or moved into it as
+	 * NULL). With exactly one such thread, it is the owner: its count
+	 * must go too, or it keeps a phantom hold for good (and every cross-
+	 * thread unlock it makes waits out foreign_owner's bound). */
+	if (!owner && !holds_untracked(self))
+		owner = untracked_owner(self);
 	if (owner && post_release(owner, lock)) {
 		/* Taken by another thread: its entry is marked released
 		 * before the lock is free, so the owner, once it takes the
