@@ -201,7 +201,12 @@ RQSPIN_MUST_CHECK static inline bool rqspin_trylock(rqspinlock_t *lock);
  * into a lock or unlock call of the same lock, see "Cross-thread unlock"
  * above). Debug builds (RQSPIN_DEBUG) abort on NULL and on a lock that is
  * not locked. Async-signal-safe; a signal handler releases only locks it
- * took itself.
+ * took itself, and every lock it took before it returns (as an interrupt
+ * handler in the kernel must): the held table's inline push and pop
+ * assume that a handler leaves the table's count as it found it. A lock
+ * kept across a handler's return, or released by a later handler, may
+ * drop out of the thread's table (no AA detection for it, no owner-dead
+ * takeover if the thread exits holding it).
  */
 static inline void rqspin_unlock(rqspinlock_t *lock);
 
