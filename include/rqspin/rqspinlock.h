@@ -15,7 +15,17 @@
  *                (the kernel's rule for NMIs: the interrupted waiter may be
  *                a link its queue needs, so the handler must not wait).
  *                Not acquired. Only members of a cycle fail: a thread that
- *                holds no other lock never gets -EDEADLK except for AA.
+ *                holds no other lock never gets -EDEADLK except for AA and
+ *                the nested-handler try above. One case the tables cannot
+ *                tell apart: a handler that interrupted its thread in the
+ *                first microseconds of a lock call of A (before the call
+ *                marks its entry as a wait) and then waits for B makes the
+ *                thread look like A's holder, so a thread that holds B
+ *                and waits for A, or the handler itself, may get -EDEADLK
+ *                (ABBA) although A's holder is elsewhere. Only programs
+ *                whose handlers take locks in the reverse order of the
+ *                code they interrupt meet it, and such a program can
+ *                deadlock for real in another interleaving.
  *   -ETIMEDOUT   the thread the caller waits for made no progress for the
  *                timeout (below). Not acquired.
  *   -EOWNERDEAD  the previous holder thread exited while holding the lock
