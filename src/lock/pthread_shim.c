@@ -229,7 +229,14 @@ static void shim_report(const struct rqspin_report *rep, void *arg)
 	put_str(&l, "rqspin-pthread: pthread_spin_lock(");
 	put_num(&l, (uintptr_t)rep->lock, 16);
 	put_str(&l, "): ");
-	put_str(&l, what_of(rep->event));
+	/* A process-shared lock's waiters are not queued: one that keeps
+	 * losing the race while the lock changes hands gives up after four
+	 * timeouts too (rqspinlock.h), which is no "no progress". */
+	if (rep->event == RQSPIN_EV_TIMEOUT && rqspin_is_pshared(rep->lock))
+		put_str(&l, "not acquired within four timeouts (process-shared: waiters are not "
+			    "queued)");
+	else
+		put_str(&l, what_of(rep->event));
 	put_str(&l, "; threads");
 	for (k = 0; k < rep->nthreads && k < RQSPIN_REPORT_MAX_CYCLE; k++)
 		put_thread(&l, &rep->threads[k]);
