@@ -62,9 +62,9 @@ if(INC)
     string(REGEX MATCHALL "rqspin__[a-z0-9_]+" _names "${_lines}")
     list(APPEND abi ${_names})
   endforeach()
-  # ...and the one that librqspin-pthread.so, built from this tree, calls
+  # ...and the ones that librqspin-pthread.so, built from this tree, calls
   # (src/lock/barging.h).
-  list(APPEND abi rqspin__lock_slowpath_barging)
+  list(APPEND abi rqspin__lock_slowpath_barging rqspin__owner_dead_taken)
   list(REMOVE_DUPLICATES abi)
 endif()
 if(LIB)

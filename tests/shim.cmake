@@ -62,7 +62,7 @@ add_executable(shim_conform shim_conform.c)
 target_compile_definitions(shim_conform PRIVATE _GNU_SOURCE)
 target_link_libraries(shim_conform PRIVATE Threads::Threads)
 set(shim_preload "LD_PRELOAD=$<TARGET_FILE:rqspin-pthread>")
-foreach(mode posix fork private-in-shared killed pshared-stall relock-wait abba-wait relock-error relock-abort cross-unlock pshared-cross-unlock handler-own-wait handler-own-wait-nested handler-queued-other handoff)
+foreach(mode posix fork private-in-shared killed pshared-stall relock-wait abba-wait relock-error relock-abort cross-unlock pshared-cross-unlock handler-own-wait handler-own-wait-nested handler-queued-other handoff exit-holding)
   string(REPLACE "-" "_" name "shim_${mode}")
   if(mode STREQUAL "cross-unlock")
     set(name shim_cross_unlock)
@@ -70,7 +70,7 @@ foreach(mode posix fork private-in-shared killed pshared-stall relock-wait abba-
   add_test(NAME ${name} COMMAND shim_conform ${mode})
   set_tests_properties(${name} PROPERTIES TIMEOUT 90 ENVIRONMENT "${shim_preload}")
 endforeach()
-set_tests_properties(shim_relock_error shim_cross_unlock shim_pshared_cross_unlock PROPERTIES
+set_tests_properties(shim_relock_error shim_cross_unlock shim_pshared_cross_unlock shim_exit_holding PROPERTIES
   ENVIRONMENT "${shim_preload};RQSPIN_PTHREAD_DEADLOCK=error")
 # A 5 s timeout: the waits of this test (300 ms and more) must not show
 # as timeouts, only the handler's refused try could be reported.

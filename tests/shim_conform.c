@@ -53,6 +53,12 @@
  *                             the word, librqspin-pthread(7)); from the
  *                             next release on, neither trylock nor lock
  *                             of another thread may take the lock first
+ *   shim_conform exit-holding a thread exits holding a private lock: the
+ *                             next lock call (the uncontended path, whose
+ *                             exchange finds the dead holder's byte)
+ *                             takes it over, holds it (another thread's
+ *                             trylock fails), and reports it once; under
+ *                             =error too (run with it)
  *
  * Exit status 0 on success; every wait is bounded by alarm().
  */
@@ -818,6 +824,64 @@ static int test_handoff(void)
 	return 0;
 }
 
+/* ---- a holder thread exits ---- */
+
+static pthread_spinlock_t ld;
+
+static void *lock_and_exit(void *arg)
+{
+	(void)arg;
+	CHECK(pthread_spin_lock(&ld) == 0);
+	return NULL; /* exits holding it */
+}
+
+static void *try_ld(void *arg)
+{
+	return (void *)(long)pthread_spin_trylock((pthread_spinlock_t *)arg);
+}
+
+static int test_exit_holding(void)
+{
+	char buf[4096];
+	ssize_t n;
+	pthread_t t;
+	void *res;
+
+	CHECK(pipe(report_pipe) == 0);
+	err_fd = dup(2);
+	CHECK(err_fd > 2);
+	CHECK(dup2(report_pipe[1], 2) == 2);
+	CHECK(pthread_spin_init(&ld, PTHREAD_PROCESS_PRIVATE) == 0);
+	CHECK(pthread_create(&t, NULL, lock_and_exit, NULL) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	/* Held by a dead thread: a trylock does not take it over. */
+	CHECK(pthread_spin_trylock(&ld) == EBUSY);
+	CHECK(pthread_spin_lock(&ld) == 0);
+	/* Ours now: the take-over left the lock held. */
+	CHECK(pthread_create(&t, NULL, try_ld, (void *)&ld) == 0);
+	CHECK(pthread_join(t, &res) == 0);
+	CHECK((long)res == EBUSY);
+	CHECK(pthread_spin_unlock(&ld) == 0);
+	for (int i = 0; i < 100; i++) {
+		CHECK(pthread_spin_lock(&ld) == 0);
+		CHECK(pthread_spin_unlock(&ld) == 0);
+	}
+	CHECK(pthread_create(&t, NULL, try_ld, (void *)&ld) == 0);
+	CHECK(pthread_join(t, &res) == 0);
+	CHECK((long)res == 0); /* and the other thread exits holding it again */
+	CHECK(pthread_spin_lock(&ld) == 0);
+	CHECK(pthread_spin_unlock(&ld) == 0);
+	n = read(report_pipe[0], buf, sizeof(buf) - 1);
+	CHECK(n > 0);
+	buf[n] = 0;
+	dprintf(1, "reports:\n%s", buf);
+	CHECK(!strncmp(buf, "rqspin-pthread: pthread_spin_lock(", 34));
+	CHECK(strstr(buf, "holder died") != NULL);
+	/* One line per lock and kind: the second take-over adds none. */
+	CHECK(strchr(buf, '\n') == buf + n - 1);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -853,9 +917,11 @@ int main(int argc, char **argv)
 		return test_pshared_cross_unlock();
 	if (!strcmp(m, "handoff"))
 		return test_handoff();
+	if (!strcmp(m, "exit-holding"))
+		return test_exit_holding();
 	dprintf(2, "usage: %s posix|fork|private-in-shared|killed|pshared-stall|relock-wait|abba-wait|relock-error|"
 		   "relock-abort|cross-unlock|pshared-cross-unlock|handler-own-wait|"
-		   "handler-own-wait-nested|handler-queued-other|handoff\n",
+		   "handler-own-wait-nested|handler-queued-other|handoff|exit-holding\n",
 		   argv[0]);
 	return 2;
 }

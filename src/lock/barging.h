@@ -29,4 +29,9 @@
 RQSPIN_API int rqspin__lock_slowpath_barging(rqspinlock_t *lock, uint32_t val,
 					     uint64_t timeout_ns, bool in_line, uint8_t *took);
 
+/* The shim's exchange of the locked byte found a dead holder's mark and
+ * so took the lock over (pthread_shim.c, take_byte): count and report it
+ * as the slow path's take-over does. Returns -EOWNERDEAD. */
+RQSPIN_API int rqspin__owner_dead_taken(rqspinlock_t *lock);
+
 #endif

@@ -1373,3 +1373,19 @@ int rqspin__lock_slowpath_barging(rqspinlock_t *lock, uint32_t val, uint64_t tim
 {
 	return rqspin_slowpath(lock, val, timeout_ns, true, !in_line, took);
 }
+
+int rqspin__owner_dead_taken(rqspinlock_t *lock)
+{
+	struct waiter w = {
+		.self = registry_self(),
+		.lock = &lock->w,
+		.res = true,
+		.event = RQSPIN_EV_OWNER_DEAD,
+	};
+
+	/* As the slow path's take-over (the end of rqspin_slowpath). */
+	stat_inc(&w.self->stats.owner_dead);
+	if (rqs_report_wanted())
+		fail_report(&w, -EOWNERDEAD);
+	return -EOWNERDEAD;
+}
