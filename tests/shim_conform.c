@@ -341,6 +341,16 @@ static pthread_spinlock_t la, lb;
 static int returned; /* a blocked lock call came back */
 static int report_pipe[2];
 
+/* From here on, what the shim writes to stderr goes to report_pipe (and
+ * CHECK's failures to the original stderr). */
+static void capture_stderr(void)
+{
+	CHECK(pipe(report_pipe) == 0);
+	err_fd = dup(2);
+	CHECK(err_fd > 2);
+	CHECK(dup2(report_pipe[1], 2) == 2);
+}
+
 static void *relocker(void *arg)
 {
 	(void)arg;
@@ -389,10 +399,7 @@ static int test_still_waiting(bool two)
 	pthread_t t[2];
 	double cpu0;
 
-	CHECK(pipe(report_pipe) == 0);
-	err_fd = dup(2);
-	CHECK(err_fd > 2);
-	CHECK(dup2(report_pipe[1], 2) == 2);
+	capture_stderr();
 	CHECK(pthread_spin_init(&la, PTHREAD_PROCESS_PRIVATE) == 0);
 	CHECK(pthread_spin_init(&lb, PTHREAD_PROCESS_PRIVATE) == 0);
 	CHECK(pthread_barrier_init(&abba_barrier, NULL, 2) == 0);
@@ -739,10 +746,7 @@ static int test_handler_queued_other(void)
 	char buf[1024];
 	ssize_t n;
 
-	CHECK(pipe(report_pipe) == 0);
-	err_fd = dup(2);
-	CHECK(err_fd > 2);
-	CHECK(dup2(report_pipe[1], 2) == 2);
+	capture_stderr();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = qb_handler;
 	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
@@ -847,10 +851,7 @@ static int test_exit_holding(void)
 	pthread_t t;
 	void *res;
 
-	CHECK(pipe(report_pipe) == 0);
-	err_fd = dup(2);
-	CHECK(err_fd > 2);
-	CHECK(dup2(report_pipe[1], 2) == 2);
+	capture_stderr();
 	CHECK(pthread_spin_init(&ld, PTHREAD_PROCESS_PRIVATE) == 0);
 	CHECK(pthread_create(&t, NULL, lock_and_exit, NULL) == 0);
 	CHECK(pthread_join(t, NULL) == 0);
