@@ -18,11 +18,17 @@
  * any thread over any 400 ms window, as a fraction of its fair share.
  * A ratio is the median over repeats of the two runs' ratio within one
  * repeat (paired_ratio), so that the machine's drift between repeats
- * cancels out.
+ * cancels out. The two pair runs of a repeat are pinned to one CPU, the
+ * repeat's (round robin over the usable CPUs): the CPUs of a VM need not
+ * be equally fast (on the 2-core CI VMs one ran single-threaded loops
+ * 1.6x slower than the other), and a pair whose glibc run landed on the
+ * fast one and whose shim run on the slow one, or the reverse, measured
+ * that and not the lock.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <spawn.h>
@@ -152,6 +158,28 @@ static bool run_worker(const struct shim_cfg *c, enum impl impl, char *const arg
 	close(fds[0]);
 	free_env(env, impl == IMPL_SHIM);
 	return ok;
+}
+
+/* Pin the calling thread (and so the workers it spawns) to the n-th
+ * usable CPU, round robin; *saved gets the mask to restore. False when
+ * the mask cannot be read or set: the runs then go unpinned. */
+static bool pin_nth_cpu(unsigned n, cpu_set_t *saved)
+{
+	cpu_set_t one;
+	int cpu, count;
+
+	if (sched_getaffinity(0, sizeof(*saved), saved) != 0)
+		return false;
+	count = CPU_COUNT(saved);
+	if (count <= 0)
+		return false;
+	n %= (unsigned)count;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, saved) && n-- == 0)
+			break;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	return sched_setaffinity(0, sizeof(one), &one) == 0;
 }
 
 static struct run run_pair(const struct shim_cfg *c, enum impl impl)
@@ -284,13 +312,19 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 	sysinfo_collect(&sys);
 	load_snapshot(&l0);
 	cli_progress(o->quiet, "[shim] uncontended pair, %u x 2 runs", c->repeats);
-	for (unsigned r = 0; r < c->repeats; r++)
+	for (unsigned r = 0; r < c->repeats; r++) {
+		cpu_set_t saved;
+		bool pinned = pin_nth_cpu(r, &saved);
+
 		for (unsigned k = 0; k < NIMPL; k++) {
 			enum impl i = (enum impl)((k + r) % NIMPL);
 
 			pair[i][r] = run_pair(c, i);
 			broken |= !pair[i][r].ok;
 		}
+		if (pinned)
+			(void)sched_setaffinity(0, sizeof(saved), &saved);
+	}
 	progress_step(o->quiet, pair_cost_s(c));
 	pg = median(pair[IMPL_GLIBC], c->repeats);
 	ps = median(pair[IMPL_SHIM], c->repeats);
@@ -422,7 +456,8 @@ static void help(FILE *f)
 	fprintf(f,
 		"pthread_spin_* through librqspin-pthread.so (LD_PRELOAD) against glibc's, as an\n"
 		"unmodified program calls them (through the PLT), in one run, interleaved:\n"
-		"  pair    one thread, lock/unlock pairs          target: shim <= 1.05x glibc's time\n"
+		"  pair    one thread, lock/unlock pairs (both runs of a repeat on one CPU)\n"
+		"          target: shim <= 1.05x glibc's time\n"
 		"  loop    N threads, lock, counter++, unlock, no think time\n"
 		"          target: shim >= 0.9x glibc at 2 threads, >= 1.0x at more; every thread\n"
 		"          >= 10%% of its fair share in every 400 ms window\n"
