@@ -52,6 +52,25 @@ static unsigned usable_cpu_list(int *cpus, unsigned max)
 	return n;
 }
 
+int load_nth_cpu(unsigned n)
+{
+	static int cpus[CPU_SETSIZE];
+	unsigned ncpus = usable_cpu_list(cpus, CPU_SETSIZE);
+
+	return ncpus ? cpus[n % ncpus] : -1;
+}
+
+bool load_pin_self(int cpu)
+{
+	cpu_set_t one;
+
+	if (cpu < 0)
+		return false;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	return sched_setaffinity(0, sizeof(one), &one) == 0;
+}
+
 bool load_hogs_start(struct load_hogs *h, unsigned n)
 {
 	pid_t self = getpid();

@@ -30,6 +30,16 @@ void load_hogs_stop(struct load_hogs *h);
 /* CPUs in this process's affinity mask (at least 1). */
 unsigned load_usable_cpus(void);
 
+/* The n-th usable CPU, round robin (-1 when the mask cannot be read). A
+ * single-threaded measurement that compares runs in separate processes
+ * pins them all to one such CPU: the CPUs of a VM need not be equally
+ * fast (on the 2-core CI VMs one ran single-threaded loops 1.6x slower
+ * than the other), and unpinned runs measured where each process landed. */
+int load_nth_cpu(unsigned n);
+/* Pins the calling thread (and what it forks or spawns from now on) to
+ * cpu; false if it could not. */
+bool load_pin_self(int cpu);
+
 /* Threads of other processes that are runnable now: the median over
  * 100 ms of /proc/loadavg's count of runnable tasks, less the caller
  * (0 when it cannot be read). Call it while this process runs one thread

@@ -33,6 +33,7 @@
 
 #include "alloc.h"
 #include "cli.h"
+#include "load.h"
 #include "output.h"
 #include "plot.h"
 #include "progress.h"
@@ -302,7 +303,7 @@ static void cleanup(void)
 
 /* One measurement in a child; up to 3 figures into out. Returns how many it
  * parsed (0: the child failed). */
-static int run_child(enum alloc_peer p, const char *test, double out[3])
+static int run_child(enum alloc_peer p, const char *test, unsigned rep, double out[3])
 {
 	int fds[2];
 	pid_t pid;
@@ -324,6 +325,10 @@ static int run_child(enum alloc_peer p, const char *test, double out[3])
 		close(fds[0]);
 		dup2(fds[1], STDOUT_FILENO);
 		close(fds[1]);
+		/* One thread: every peer of this repeat on the repeat's CPU
+		 * (load_nth_cpu says why). */
+		if (strncmp(test, "pairs", 5) == 0)
+			(void)load_pin_self(load_nth_cpu(rep));
 		setenv(ALLOC_CHILD_ENV, spec, 1);
 		if (peer_lib[p])
 			setenv("LD_PRELOAD", cfg.libpath[p], 1);
@@ -363,7 +368,7 @@ static void run_repeat(unsigned rep)
 
 			if (!cfg.have[p] || (x->rqspin_only && p != P_RQSPIN))
 				continue;
-			got = run_child(p, x->child, out);
+			got = run_child(p, x->child, rep, out);
 			for (size_t u = t; u < NTESTS && strcmp(tests[u].child, x->child) == 0; u++)
 				res[u][p][rep] = (int)tests[u].value < got ? out[tests[u].value] : NAN;
 			if (got)

@@ -19,11 +19,7 @@
  * A ratio is the median over repeats of the two runs' ratio within one
  * repeat (paired_ratio), so that the machine's drift between repeats
  * cancels out. The two pair runs of a repeat are pinned to one CPU, the
- * repeat's (round robin over the usable CPUs): the CPUs of a VM need not
- * be equally fast (on the 2-core CI VMs one ran single-threaded loops
- * 1.6x slower than the other), and a pair whose glibc run landed on the
- * fast one and whose shim run on the slow one, or the reverse, measured
- * that and not the lock.
+ * repeat's (load.h, load_nth_cpu).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +36,7 @@
 
 #include "cli.h"
 #include "json.h"
+#include "load.h"
 #include "output.h"
 #include "progress.h"
 #include "stats.h"
@@ -158,28 +155,6 @@ static bool run_worker(const struct shim_cfg *c, enum impl impl, char *const arg
 	close(fds[0]);
 	free_env(env, impl == IMPL_SHIM);
 	return ok;
-}
-
-/* Pin the calling thread (and so the workers it spawns) to the n-th
- * usable CPU, round robin; *saved gets the mask to restore. False when
- * the mask cannot be read or set: the runs then go unpinned. */
-static bool pin_nth_cpu(unsigned n, cpu_set_t *saved)
-{
-	cpu_set_t one;
-	int cpu, count;
-
-	if (sched_getaffinity(0, sizeof(*saved), saved) != 0)
-		return false;
-	count = CPU_COUNT(saved);
-	if (count <= 0)
-		return false;
-	n %= (unsigned)count;
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, saved) && n-- == 0)
-			break;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	return sched_setaffinity(0, sizeof(one), &one) == 0;
 }
 
 static struct run run_pair(const struct shim_cfg *c, enum impl impl)
@@ -314,7 +289,8 @@ static int run(const struct bench_opts *o, struct verdict_list *v)
 	cli_progress(o->quiet, "[shim] uncontended pair, %u x 2 runs", c->repeats);
 	for (unsigned r = 0; r < c->repeats; r++) {
 		cpu_set_t saved;
-		bool pinned = pin_nth_cpu(r, &saved);
+		bool pinned = sched_getaffinity(0, sizeof(saved), &saved) == 0 &&
+			      load_pin_self(load_nth_cpu(r));
 
 		for (unsigned k = 0; k < NIMPL; k++) {
 			enum impl i = (enum impl)((k + r) % NIMPL);
