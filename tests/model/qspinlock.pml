@@ -526,19 +526,34 @@ inline lock_call(L, T, ISH)
 		:: word[L] == 0 -> word[L] = LOCKED_VAL; goto acquired
 #else
 		/* shim_lock(), barge_fast(): a load of the pending byte (h
-		 * set: the slow path), then, as a separate step, a CAS of the
-		 * locked byte alone, whatever the pending bit and the tail
-		 * say. shim_trylock() does the same. */
+		 * set: the slow path), then, as a separate step, an exchange
+		 * of the locked byte alone (take_byte), whatever the pending
+		 * bit and the tail say. shim_trylock() does the same. */
 		:: BARGE_KEEP(word[L]) -> val = 0
 #endif
 		:: else -> val = word[L]
 		fi
 	}
 #ifdef BARGE
+	/* take_byte(): the exchange stores LOCKED_VAL whatever the byte
+	 * holds. Free: taken. A dead holder's: taken over (-EOWNERDEAD, as
+	 * the slow path's steal). Held: the value is unchanged, so the step
+	 * only reads the word. */
 	if
+#ifndef MUTANT_BARGE_XCHG_DEAD_AS_HELD
+	:: atomic { val == 0 && FREE_OR_DEAD(word[L]) ->
+		if
+		:: (word[L] & LOCKED_MASK) == LOCKED_DEAD -> ret = EOWNERDEAD
+		:: else
+		fi;
+		word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_VAL; goto acquired }
+	:: atomic { val == 0 && !FREE_OR_DEAD(word[L]) -> val = word[L] }
+#else
 	:: atomic { val == 0 && (word[L] & LOCKED_MASK) == 0 ->
 		word[L] = word[L] | LOCKED_VAL; goto acquired }
-	:: atomic { val == 0 && (word[L] & LOCKED_MASK) != 0 -> val = word[L] }
+	:: atomic { val == 0 && (word[L] & LOCKED_MASK) != 0 ->
+		word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_VAL; val = word[L] }
+#endif
 	:: val != 0 -> skip /* h was set: the slow path */
 	fi;
 #endif
