@@ -1070,6 +1070,8 @@ int main(void)
 	if (g_stepper.visits > 255)
 		g_stepper.visits = 255;
 	g_stepper.max_steps = 400000000ull;
+	/* under CTest's 300 s; the long run has no limit */
+	g_stepper.max_seconds = g_long ? 0 : 240;
 	g_stepper.verbose = getenv("RQSPIN_INTERRUPT_VERBOSE") != NULL;
 	step_labels.opname = &g_opname;
 	step_labels.mode = &g_mode;

@@ -28,6 +28,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/ptrace.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -73,6 +74,10 @@ struct step_stats {
 struct stepper {
 	unsigned visits;
 	uint64_t max_steps;
+	/* Wall-clock budget in seconds (0: none), below CTest's timeout, so
+	 * that a run that stops making progress is reported with where it
+	 * was instead of being killed without a word. */
+	unsigned max_seconds;
 	long *again; /* the child's word: run the stretch once more */
 	bool verbose;
 	void (*on_stretch)(struct stepper *s, pid_t child); /* verbose report */
@@ -332,14 +337,50 @@ static void step_trap(struct stepper *s, struct step_thread *t, pid_t child)
 	step_resume(t->tid, PTRACE_SINGLESTEP, 0);
 }
 
+static uint64_t step_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec;
+}
+
+static void step_tick(int sig)
+{
+	(void)sig; /* only interrupts the tracer's waitpid */
+}
+
+static bool step_out_of_time(struct stepper *s, pid_t child,
+			     void (*describe)(pid_t, uintptr_t, const char *what))
+{
+	uintptr_t pc = 0, sp;
+	int status;
+
+	fprintf(stderr, "stepper: time budget of %u s exhausted (%llu runs, %llu steps learnt, %s)\n",
+		s->max_seconds, (unsigned long long)s->st.runs, (unsigned long long)s->st.steps,
+		s->learning ? "learning a stretch" : "interrupting");
+	/* The stretch's thread, if it is in a ptrace stop; else the last
+	 * position interrupted or stepped. */
+	if (!s->stid || !step_getregs(s->stid, &pc, &sp, false, 0))
+		pc = s->st.last_pc;
+	if (describe)
+		describe(child, pc, "stuck");
+	kill(child, SIGKILL);
+	while (waitpid(-1, &status, __WALL) > 0)
+		;
+	return false;
+}
+
 /*
  * Trace child (stopped in its initial SIGSTOP after PTRACE_TRACEME) until
- * it exits. Returns false (with a message) if the step budget ran out.
- * `describe` is called with the child's pid when it dies of a signal, to
- * say where it was.
+ * it exits. Returns false (with a message) if the step or time budget ran
+ * out. `describe` is called with the child's pid, to say where it was,
+ * when it dies of a signal (what: "died") or runs out of time ("stuck").
  */
-static bool stepper_run(struct stepper *s, pid_t child, void (*describe)(pid_t, uintptr_t))
+static bool stepper_run(struct stepper *s, pid_t child,
+			void (*describe)(pid_t, uintptr_t, const char *what))
 {
+	uint64_t deadline = s->max_seconds ? step_now_s() + s->max_seconds : UINT64_MAX;
 	int status;
 
 	if (waitpid(child, &status, 0) != child || !WIFSTOPPED(status)) {
@@ -357,9 +398,13 @@ static bool stepper_run(struct stepper *s, pid_t child, void (*describe)(pid_t, 
 		int sig, event;
 
 		if (tid < 0) {
-			if (errno == EINTR)
-				continue;
-			return true;
+			if (errno != EINTR)
+				return true;
+			/* the tick: a child that stopped making ptrace
+			 * stops (blocked, or looping untraced) */
+			if (step_now_s() >= deadline)
+				return step_out_of_time(s, child, describe);
+			continue;
 		}
 		t = step_thread_of(s, tid);
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
@@ -372,6 +417,8 @@ static bool stepper_run(struct stepper *s, pid_t child, void (*describe)(pid_t, 
 		}
 		if (!WIFSTOPPED(status))
 			continue;
+		if (step_now_s() >= deadline)
+			return step_out_of_time(s, child, describe);
 		if (s->st.steps > s->max_steps) {
 			fprintf(stderr, "stepper: step budget of %llu exhausted\n",
 				(unsigned long long)s->max_steps);
@@ -421,7 +468,7 @@ static bool stepper_run(struct stepper *s, pid_t child, void (*describe)(pid_t, 
 			    sig == SIGFPE) {
 				step_getregs(tid, &pc, &sp, false, 0);
 				if (describe)
-					describe(tid, pc);
+					describe(tid, pc, "died");
 			}
 			step_resume(tid, t->mode == SM_LEARN || t->mode == SM_STEPOVER
 						 ? PTRACE_SINGLESTEP
@@ -519,10 +566,10 @@ static const char *step_label_op(pid_t pid)
 	return name ? name : "?";
 }
 
-/* The child died of a signal at pc. */
-static void step_describe(pid_t pid, uintptr_t pc)
+/* The child died of a signal at pc, or is stuck there. */
+static void step_describe(pid_t pid, uintptr_t pc, const char *what)
 {
-	fprintf(stderr, "child died during \"%s\", handler %s, at pc %p\n", step_label_op(pid),
+	fprintf(stderr, "child %s during \"%s\", handler %s, at pc %p\n", what, step_label_op(pid),
 		step_label_mode(pid), (void *)pc);
 }
 
@@ -565,7 +612,19 @@ static int stepper_main(struct stepper *s, const char *name, void (*child_main)(
 	}
 	s->on_stretch = step_on_stretch;
 	s->again = (long *)&step_again_word;
-	CHECK(stepper_run(s, child, step_describe));
+	if (s->max_seconds) {
+		/* A one-second tick without SA_RESTART: waitpid returns
+		 * EINTR, and the budget is checked even when the child makes
+		 * no ptrace stop at all. */
+		struct sigaction sa = { .sa_handler = step_tick };
+		struct itimerval it = { { 1, 0 }, { 1, 0 } };
+
+		sigemptyset(&sa.sa_mask);
+		CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+		CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+	}
+	if (!stepper_run(s, child, step_describe))
+		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("%s: %llu operations, %llu runs, %llu steps learnt, %llu interruptions, "
 	       "%llu positions not reached, %.1f s\n",
