@@ -59,6 +59,15 @@
  *                             takes it over, holds it (another thread's
  *                             trylock fails), and reports it once; under
  *                             =error too (run with it)
+ *   shim_conform handler-watch-wait
+ *                             a signal handler locks the lock its thread
+ *                             waits for while that wait is still in its
+ *                             first, unmarked stretch (the watch): as
+ *                             handler-own-wait, and no false AA report.
+ *                             Run against a shim built with a long watch
+ *                             and mark delay (tests/shim.cmake), so that
+ *                             the signal lands inside that stretch on any
+ *                             machine
  *
  * Exit status 0 on success; every wait is bounded by alarm().
  */
@@ -566,6 +575,21 @@ static int test_pshared_cross_unlock(void)
 
 /* ---- a handler that locks the lock its thread waits for ---- */
 
+/* Nothing was written to stderr (the pipe) since capture_stderr(). */
+static void check_no_report(void)
+{
+	char buf[512];
+	ssize_t n;
+
+	CHECK(fcntl(report_pipe[0], F_SETFL, O_NONBLOCK) == 0);
+	n = read(report_pipe[0], buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = 0;
+		dprintf(err_fd, "unexpected report:\n%s", buf);
+	}
+	CHECK(n < 0 && errno == EAGAIN);
+}
+
 static pthread_spinlock_t lw;
 static pthread_t lw_waiter;
 static volatile int lw_held, lw_entered, lw_handler_ret = -1;
@@ -620,6 +644,53 @@ static int test_handler_own_wait(void)
 	CHECK(pthread_join(t, NULL) == 0);
 	CHECK(lw_handler_ret == 0);
 	CHECK(lw_count == 4);
+	return 0;
+}
+
+/* The waiter is still in its watch (no pending bit: the watch sets none;
+ * the shim under test marks its entry only after 60 s) when its handler
+ * locks the lock. */
+static void *lw_holder_watch(void *arg)
+{
+	(void)arg;
+	CHECK(pthread_spin_lock(&lw) == 0);
+	lw_held = 1;
+	sleep_ms(50); /* the waiter is in its watch by now */
+	CHECK((__atomic_load_n((volatile int *)&lw, __ATOMIC_RELAXED) & ~0xff) == 0);
+	CHECK(pthread_kill(lw_waiter, SIGUSR1) == 0);
+	while (!lw_entered)
+		sleep_ms(1);
+	sleep_ms(50); /* the handler now waits too */
+	lw_count++;
+	CHECK(pthread_spin_unlock(&lw) == 0);
+	sleep_ms(50);
+	CHECK(pthread_spin_lock(&lw) == 0);
+	lw_count++;
+	CHECK(pthread_spin_unlock(&lw) == 0);
+	return NULL;
+}
+
+static int test_handler_watch_wait(void)
+{
+	struct sigaction sa;
+	pthread_t t;
+
+	capture_stderr();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = lw_handler;
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+	CHECK(pthread_spin_init(&lw, PTHREAD_PROCESS_PRIVATE) == 0);
+	lw_waiter = pthread_self();
+	CHECK(pthread_create(&t, NULL, lw_holder_watch, NULL) == 0);
+	while (!lw_held)
+		sleep_ms(1);
+	CHECK(pthread_spin_lock(&lw) == 0);
+	lw_count++;
+	CHECK(pthread_spin_unlock(&lw) == 0);
+	CHECK(pthread_join(t, NULL) == 0);
+	CHECK(lw_handler_ret == 0);
+	CHECK(lw_count == 4);
+	check_no_report();
 	return 0;
 }
 
@@ -910,6 +981,8 @@ int main(int argc, char **argv)
 		return test_cross_unlock();
 	if (!strcmp(m, "handler-own-wait"))
 		return test_handler_own_wait();
+	if (!strcmp(m, "handler-watch-wait"))
+		return test_handler_watch_wait();
 	if (!strcmp(m, "handler-own-wait-nested"))
 		return test_handler_own_wait_nested();
 	if (!strcmp(m, "handler-queued-other"))
@@ -922,7 +995,7 @@ int main(int argc, char **argv)
 		return test_exit_holding();
 	dprintf(2, "usage: %s posix|fork|private-in-shared|killed|pshared-stall|relock-wait|abba-wait|relock-error|"
 		   "relock-abort|cross-unlock|pshared-cross-unlock|handler-own-wait|"
-		   "handler-own-wait-nested|handler-queued-other|handoff|exit-holding\n",
+		   "handler-watch-wait|handler-own-wait-nested|handler-queued-other|handoff|exit-holding\n",
 		   argv[0]);
 	return 2;
 }

@@ -322,6 +322,21 @@ static int shim_lock_raw(rqspinlock_t *lock);
  * waiter, once the handler has released the lock and returned, takes it
  * the usual way.
  */
+/*
+ * The lock the thread's outermost shim_lock_contended waits for, from the
+ * start of its watch until the slow path after it returns (NULL: none). The
+ * watch leaves its table entry plain for its first WATCH_MARK_NS (marking
+ * it at once cost the two-thread tight loop a third of its throughput), so
+ * a handler that locks the same lock in that time found a plain entry,
+ * took it for a hold, and reported a false AA deadlock (under =error,
+ * returned EDEADLK). Written by the thread, read by its own handlers
+ * (signal fences order them). A handler that lands after the watch took
+ * the lock but before the clear treats a real AA as its thread's wait:
+ * it waits, and the AA report comes from lock_failed's raw retry (after
+ * POLL_TIMEOUTS timeouts) instead of at once.
+ */
+static __thread const void *watching __attribute__((tls_model("initial-exec")));
+
 static bool own_pending_wait(const rqspinlock_t *lock)
 {
 	const struct rqspin__thread_hot *hot = rqspin__tls_self;
@@ -329,6 +344,9 @@ static bool own_pending_wait(const rqspinlock_t *lock)
 
 	if (!hot || (__atomic_load_n(&lock->w.val, __ATOMIC_RELAXED) & RQSPIN__PSHARED_MARK))
 		return false;
+	/* A wait that has not marked its entry yet (shim_lock_contended). */
+	if (watching == lock)
+		return true;
 	n = __atomic_load_n(&hot->held.cnt, __ATOMIC_RELAXED);
 	if (n > RQSPIN_NR_HELD)
 		n = RQSPIN_NR_HELD;
@@ -680,7 +698,9 @@ static inline __attribute__((always_inline)) enum barge barge_fast(rqspinlock_t 
 #define WATCH_WALL_NS (10 * SHIM_WATCH_NS)
 #define WATCH_CHECK 64u
 /* A watch this long is a wait: see shim_watch. */
-#define WATCH_MARK_NS 20000ull
+#ifndef WATCH_MARK_NS
+#define WATCH_MARK_NS 20000ull /* tests/shim.cmake builds one shim with more */
+#endif
 
 #if SHIM_WATCH_NS
 /* true: the lock was taken (*dead: from a holder that died). Relaxed
@@ -757,8 +777,13 @@ static __attribute__((noinline)) int shim_lock_contended(rqspinlock_t *lock, uin
 	if (!in_line && !(val & ~RQSPIN__LOCKED_MASK) &&
 	    __atomic_load_n(&rqspin__tls_self->held.cnt, __ATOMIC_RELAXED) == 1) {
 		bool marked = false, dead = false;
+		const void *outer = watching; /* a handler's watch over code that had none */
 
+		watching = lock;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		if (shim_watch(lock, &marked, &dead)) {
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			watching = outer;
 			if (marked)
 				rqspin__held_confirm(rqspin__tls_self, lock);
 			if (dead)
@@ -768,9 +793,19 @@ static __attribute__((noinline)) int shim_lock_contended(rqspinlock_t *lock, uin
 			return 0;
 		}
 		val = __atomic_load_n(&lock->w.val, __ATOMIC_RELAXED);
+		/* Still watching until the slow path, which marks the entry
+		 * before it waits, has returned. */
+		ret = rqspin__lock_slowpath_barging(lock, val, RQSPIN_TIMEOUT_DEFAULT, in_line,
+						    &took);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		watching = outer;
+		goto done;
 	}
 #endif
 	ret = rqspin__lock_slowpath_barging(lock, val, RQSPIN_TIMEOUT_DEFAULT, in_line, &took);
+#if SHIM_WATCH_NS
+done:
+#endif
 
 	if (took == RQSPIN__TOOK_AHEAD)
 		turn_take();
