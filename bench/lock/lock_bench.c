@@ -20,6 +20,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "load.h"
 #include "lock_report.h"
 #include "output.h"
 #include "progress.h"
@@ -268,6 +271,16 @@ static void stats_add(struct rqspin_lock_stats *into, const struct rqspin_lock_s
 	into->slot_limit = d->slot_limit;
 }
 
+/*
+ * The CPU of the current repeat's one-thread runs (-1: none). Both locks of
+ * a ratio are then measured on the same CPU: on the 2-vCPU VMs a
+ * single-threaded loop ran ~1.6x slower on one vCPU than on the other, so
+ * unpinned one-thread rows compared where each run landed (the 1-thread
+ * rqspin/qspin verdict read 0.6-1.07 between runs). Repeat r uses the r-th
+ * usable CPU, as the shim's and the allocator's pairs do.
+ */
+static int single_cpu = -1;
+
 static enum run_status run_once(const struct lock_peer *p, unsigned nthr, unsigned cs,
 				unsigned think, uint64_t mask, unsigned dur_ms, unsigned stall_ms,
 				struct run_out *out)
@@ -311,7 +324,23 @@ static enum run_status run_once(const struct lock_peer *p, unsigned nthr, unsign
 	if (p->flags & LP_LIBRQSPIN)
 		rqspin_lock_stats_get(&before);
 	for (; created < nthr; created++) {
-		int rc = pthread_create(&tid[created], NULL, p->worker, &th[created]);
+		pthread_attr_t attr, *ap = NULL;
+		int rc;
+
+		if (nthr == 1 && single_cpu >= 0 && pthread_attr_init(&attr) == 0) {
+			cpu_set_t one;
+
+			CPU_ZERO(&one);
+			CPU_SET(single_cpu, &one);
+			/* Best effort: unpinned, the run still counts. */
+			ap = pthread_attr_setaffinity_np(&attr, sizeof(one), &one) == 0 ? &attr
+											 : NULL;
+			if (!ap)
+				pthread_attr_destroy(&attr);
+		}
+		rc = pthread_create(&tid[created], ap, p->worker, &th[created]);
+		if (ap)
+			pthread_attr_destroy(ap);
 
 		if (rc) {
 			cli_error("%s: cannot create thread %u of %u: %s", p->name, created + 1,
@@ -641,6 +670,7 @@ static void run_schedule(struct lb_results *r)
 		     r->think, nl, c->nthreads, c->repeats, c->duration_ms);
 	load_snapshot(&load0);
 	for (unsigned rep = 0; rep < c->repeats; rep++) {
+		single_cpu = load_nth_cpu(rep);
 		if (r->unc) {
 			cli_progress(c->o->quiet, "[%u/%u] uncontended:", rep + 1, c->repeats);
 			run_uncontended_pass(r, rep);
@@ -676,6 +706,7 @@ static void run_schedule(struct lb_results *r)
 			progress_step(c->o->quiet, (double)nl * cell_cost_s(c, nthr));
 		}
 	}
+	single_cpu = -1;
 	free(stalled_at);
 	r->wall_s = (double)(now_ns() - start) / 1e9;
 	load_snapshot(&load1);
