@@ -604,14 +604,21 @@ static void lw_handler(int sig)
 	pthread_spin_unlock(&lw);
 }
 
+/* arg NULL: the handler comes once the waiter has waited long enough to
+ * ask for the hand-off (pending bit, marked entry). Non-NULL: while the
+ * waiter is still in its watch (no pending bit: the watch sets none; the
+ * shim under test marks its entry only after 60 s). */
 static void *lw_holder(void *arg)
 {
-	(void)arg;
 	CHECK(pthread_spin_lock(&lw) == 0);
 	lw_held = 1;
-	/* The waiter has waited long enough to ask for the hand-off. */
-	while (!(__atomic_load_n((volatile int *)&lw, __ATOMIC_RELAXED) & (1 << 9)))
-		sleep_ms(1);
+	if (arg) {
+		sleep_ms(50); /* the waiter is in its watch by now */
+		CHECK((__atomic_load_n((volatile int *)&lw, __ATOMIC_RELAXED) & ~0xff) == 0);
+	} else {
+		while (!(__atomic_load_n((volatile int *)&lw, __ATOMIC_RELAXED) & (1 << 9)))
+			sleep_ms(1);
+	}
 	CHECK(pthread_kill(lw_waiter, SIGUSR1) == 0);
 	while (!lw_entered)
 		sleep_ms(1);
@@ -625,52 +632,7 @@ static void *lw_holder(void *arg)
 	return NULL;
 }
 
-static int test_handler_own_wait(void)
-{
-	struct sigaction sa;
-	pthread_t t;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = lw_handler;
-	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
-	CHECK(pthread_spin_init(&lw, PTHREAD_PROCESS_PRIVATE) == 0);
-	lw_waiter = pthread_self();
-	CHECK(pthread_create(&t, NULL, lw_holder, NULL) == 0);
-	while (!lw_held)
-		sleep_ms(1);
-	CHECK(pthread_spin_lock(&lw) == 0);
-	lw_count++;
-	CHECK(pthread_spin_unlock(&lw) == 0);
-	CHECK(pthread_join(t, NULL) == 0);
-	CHECK(lw_handler_ret == 0);
-	CHECK(lw_count == 4);
-	return 0;
-}
-
-/* The waiter is still in its watch (no pending bit: the watch sets none;
- * the shim under test marks its entry only after 60 s) when its handler
- * locks the lock. */
-static void *lw_holder_watch(void *arg)
-{
-	(void)arg;
-	CHECK(pthread_spin_lock(&lw) == 0);
-	lw_held = 1;
-	sleep_ms(50); /* the waiter is in its watch by now */
-	CHECK((__atomic_load_n((volatile int *)&lw, __ATOMIC_RELAXED) & ~0xff) == 0);
-	CHECK(pthread_kill(lw_waiter, SIGUSR1) == 0);
-	while (!lw_entered)
-		sleep_ms(1);
-	sleep_ms(50); /* the handler now waits too */
-	lw_count++;
-	CHECK(pthread_spin_unlock(&lw) == 0);
-	sleep_ms(50);
-	CHECK(pthread_spin_lock(&lw) == 0);
-	lw_count++;
-	CHECK(pthread_spin_unlock(&lw) == 0);
-	return NULL;
-}
-
-static int test_handler_watch_wait(void)
+static int test_handler_own_wait(bool in_watch)
 {
 	struct sigaction sa;
 	pthread_t t;
@@ -681,7 +643,7 @@ static int test_handler_watch_wait(void)
 	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
 	CHECK(pthread_spin_init(&lw, PTHREAD_PROCESS_PRIVATE) == 0);
 	lw_waiter = pthread_self();
-	CHECK(pthread_create(&t, NULL, lw_holder_watch, NULL) == 0);
+	CHECK(pthread_create(&t, NULL, lw_holder, in_watch ? (void *)1 : NULL) == 0);
 	while (!lw_held)
 		sleep_ms(1);
 	CHECK(pthread_spin_lock(&lw) == 0);
@@ -980,9 +942,9 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "cross-unlock"))
 		return test_cross_unlock();
 	if (!strcmp(m, "handler-own-wait"))
-		return test_handler_own_wait();
+		return test_handler_own_wait(false);
 	if (!strcmp(m, "handler-watch-wait"))
-		return test_handler_watch_wait();
+		return test_handler_own_wait(true);
 	if (!strcmp(m, "handler-own-wait-nested"))
 		return test_handler_own_wait_nested();
 	if (!strcmp(m, "handler-queued-other"))
