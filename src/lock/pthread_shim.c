@@ -308,21 +308,6 @@ static bool shim_trylock(rqspinlock_t *lock);
 static int shim_lock_raw(rqspinlock_t *lock);
 
 /*
- * A signal handler whose thread was waiting for this very lock, in code
- * it interrupted (directly, or under other handlers that wait for other
- * locks), finds that wait's attempt entry in its table (marked, see
- * held.c) and perhaps the pending bit and the hand-off request it set.
- * They keep bargers out for a waiter that cannot run until the handlers
- * return: the handler's trylock polling would never get in, the holder
- * could not take the lock back either, and the whole lock would hang.
- * glibc's handler spins until the holder releases and takes the lock. So
- * the handler may take a free lock past the keep-out bits: the locked
- * byte is what grants the lock (the bits only promise fairness, which
- * this breaks once when they were another waiter's), and the interrupted
- * waiter, once the handler has released the lock and returned, takes it
- * the usual way.
- */
-/*
  * The lock the thread's outermost shim_lock_contended waits for, from the
  * start of its watch until the slow path after it returns (NULL: none). The
  * watch leaves its table entry plain for its first WATCH_MARK_NS (marking
@@ -337,6 +322,21 @@ static int shim_lock_raw(rqspinlock_t *lock);
  */
 static __thread const void *watching __attribute__((tls_model("initial-exec")));
 
+/*
+ * A signal handler whose thread was waiting for this very lock, in code
+ * it interrupted (directly, or under other handlers that wait for other
+ * locks), finds that wait's attempt entry in its table (marked, see
+ * held.c) and perhaps the pending bit and the hand-off request it set.
+ * They keep bargers out for a waiter that cannot run until the handlers
+ * return: the handler's trylock polling would never get in, the holder
+ * could not take the lock back either, and the whole lock would hang.
+ * glibc's handler spins until the holder releases and takes the lock. So
+ * the handler may take a free lock past the keep-out bits: the locked
+ * byte is what grants the lock (the bits only promise fairness, which
+ * this breaks once when they were another waiter's), and the interrupted
+ * waiter, once the handler has released the lock and returned, takes it
+ * the usual way.
+ */
 static bool own_pending_wait(const rqspinlock_t *lock)
 {
 	const struct rqspin__thread_hot *hot = rqspin__tls_self;
