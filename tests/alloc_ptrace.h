@@ -350,11 +350,34 @@ static void step_tick(int sig)
 	(void)sig; /* only interrupts the tracer's waitpid */
 }
 
+/* Ends the tick (stepper_main), before the waits and the output that
+ * follow the trace: an EINTR there would cut them short. */
+static void step_tick_stop(void)
+{
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+
+	(void)setitimer(ITIMER_REAL, &off, NULL);
+}
+
+/* Gives up on the child. A tracee whose threads all sit in ptrace stops
+ * was seen to keep the SIGKILL pending (the tracer's wait for its exit
+ * then never returned): the caller returns and the test exits, and
+ * PTRACE_O_EXITKILL kills the child with its tracer. Exits already made
+ * are reaped without waiting. */
+static void step_kill(pid_t child)
+{
+	int status;
+
+	step_tick_stop();
+	kill(child, SIGKILL);
+	while (waitpid(-1, &status, __WALL | WNOHANG) > 0)
+		;
+}
+
 static bool step_out_of_time(struct stepper *s, pid_t child,
 			     void (*describe)(pid_t, uintptr_t, const char *what))
 {
 	uintptr_t pc = 0, sp;
-	int status;
 
 	fprintf(stderr, "stepper: time budget of %u s exhausted (%llu runs, %llu steps learnt, %s)\n",
 		s->max_seconds, (unsigned long long)s->st.runs, (unsigned long long)s->st.steps,
@@ -365,9 +388,7 @@ static bool step_out_of_time(struct stepper *s, pid_t child,
 		pc = s->st.last_pc;
 	if (describe)
 		describe(child, pc, "stuck");
-	kill(child, SIGKILL);
-	while (waitpid(-1, &status, __WALL) > 0)
-		;
+	step_kill(child);
 	return false;
 }
 
@@ -422,9 +443,7 @@ static bool stepper_run(struct stepper *s, pid_t child,
 		if (s->st.steps > s->max_steps) {
 			fprintf(stderr, "stepper: step budget of %llu exhausted\n",
 				(unsigned long long)s->max_steps);
-			kill(child, SIGKILL);
-			while (waitpid(-1, &status, __WALL) > 0)
-				;
+			step_kill(child);
 			return false;
 		}
 		sig = WSTOPSIG(status);
@@ -625,6 +644,7 @@ static int stepper_main(struct stepper *s, const char *name, void (*child_main)(
 	}
 	if (!stepper_run(s, child, step_describe))
 		return 1;
+	step_tick_stop();
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("%s: %llu operations, %llu runs, %llu steps learnt, %llu interruptions, "
 	       "%llu positions not reached, %.1f s\n",
