@@ -168,8 +168,52 @@ struct waiter {
 	uint32_t stall_unknown; /* deadline checks in a row that found nobody */
 	bool stall_gone;   /* a blocker already found gone once (stalled) */
 	uint64_t stall_cpu0;
-	struct deadlock_chain chain; /* what the deadlock check found */
+	/* What the deadlock check found: read only after a search filled
+	 * it (an ABBA or cycle report); in the caller's frame, never
+	 * initialised (136 bytes). */
+	struct deadlock_chain *chain;
 };
+
+/*
+ * Field by field, not with an initialiser: GCC zero-fills a struct above
+ * 64 bytes with a rep stos, whose start-up cost on every slow-path call
+ * made qspin 20% slower at 4-8 threads, where nearly every acquisition
+ * is a steal from the slow path (rqspin-bench lock --think 0: 28 vs 35
+ * M/s). Not set here, because they are written before any read:
+ * handoff_at (handoff_arm), tok and prev_role (wait_publish, read only
+ * once published), stall_cpu0 (with stall_tid), the chain's contents
+ * (a search). A new field must be added here.
+ */
+static inline void waiter_init(struct waiter *w, struct rqspin_thread *self, lockword_t *lock,
+			       bool res, bool barge, bool steal, uint64_t timeout,
+			       struct deadlock_chain *chain)
+{
+	w->self = self;
+	w->lock = lock;
+	w->res = res;
+	w->barge = barge;
+	w->steal = steal;
+	w->took = 0;
+	w->have_pending = false;
+	w->handoff_asked = false;
+	w->published = false;
+	w->marked = false;
+	w->tok.holding = false;
+	w->tok.candidate = false;
+	w->spin_budget = SPIN_BUDGET;
+	w->timeout = timeout;
+	w->start = 0;
+	w->duration = 0;
+	w->deadline = 0;
+	w->next_check = 0;
+	w->check_gap = 0;
+	w->event = 0;
+	w->spins = 0;
+	w->stall_tid = 0;
+	w->stall_unknown = 0;
+	w->stall_gone = false;
+	w->chain = chain;
+}
 
 static inline uint64_t sat_add(uint64_t a, uint64_t b)
 {
@@ -556,7 +600,7 @@ static void ghost_repair(struct waiter *w)
 
 static int deadlock_check(struct waiter *w)
 {
-	int ev = rqs_deadlock_find(w->self, w->lock, &w->chain);
+	int ev = rqs_deadlock_find(w->self, w->lock, w->chain);
 
 	if (ev) {
 		w->event = ev;
@@ -896,7 +940,7 @@ static __attribute__((noinline, cold)) void fail_report(struct waiter *w, int re
 	struct rqspin_report rep;
 
 	rqs_failure_report_build(&rep, w->event, ret, w->lock, w->start ? rqs_arch_now_ns() - w->start : 0,
-			     w->self, &w->chain);
+			     w->self, w->chain);
 	rqs_report_emit(&rep);
 }
 
@@ -1036,16 +1080,16 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 							 const bool res, const bool barge,
 							 bool steal, uint8_t *took, uint64_t timeout)
 {
-	struct waiter w = { .self = registry_self(), .lock = lock, .res = res, .barge = barge,
-			    .steal = steal,
-			    .timeout = timeout, .spin_budget = SPIN_BUDGET };
-	struct rqspin_thread *self = w.self;
+	struct rqspin_thread *self = registry_self();
+	struct deadlock_chain chain;
+	struct waiter w;
 	struct mcs_node *node, *next;
 	struct rqspin_slot *prev_slot;
 	bool dead = false, checked = false, lost;
 	uint32_t idx, tail, old, i;
 	int ret;
 
+	waiter_init(&w, self, lock, res, barge, steal, timeout, &chain);
 	if (res) {
 		/* Releases other threads made of our locks: drop them before
 		 * the table is read (a stale entry would be a false AA). */
