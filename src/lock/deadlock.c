@@ -22,25 +22,6 @@ static bool lock_is_busy(const void *lock)
 	return (val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL || (val & RQSPIN__PENDING_MASK);
 }
 
-void rqs_deadlock_wait_begin(struct rqspin_thread *self, const void *lock, struct wait_token *t)
-{
-	t->prev_waiting = held_waiting_for(self);
-	t->candidate = false;
-	atomic_store_explicit(&self->waiting_for, lock, memory_order_relaxed);
-	t->holding = rqs_held_holds_any(self, true);
-	if (t->holding && self->slot != NO_SLOT)
-		t->candidate = rqs_registry_candidate_mark(self->slot);
-}
-
-void rqs_deadlock_wait_end(struct rqspin_thread *self, struct wait_token *t)
-{
-	if (t->candidate) {
-		rqs_registry_candidate_clear(self->slot);
-		t->candidate = false;
-	}
-	atomic_store_explicit(&self->waiting_for, t->prev_waiting, memory_order_relaxed);
-}
-
 static inline bool slot_in(const struct rqspin_slot *s, uint32_t state)
 {
 	return atomic_load_explicit(&s->state, memory_order_relaxed) == state;

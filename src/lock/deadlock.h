@@ -5,6 +5,7 @@
 
 #include <rqspin/lock_diag.h>
 
+#include "lock/held.h"
 #include "lock/registry.h"
 
 /* The threads a waiter depends on: chain[0] is the waiter, chain[k+1]
@@ -46,8 +47,26 @@ struct wait_token {
 	bool holding;   /* holds another lock: may be in a cycle */
 	bool candidate; /* this call set the candidate bit */
 };
-void rqs_deadlock_wait_begin(struct rqspin_thread *self, const void *lock, struct wait_token *t);
-void rqs_deadlock_wait_end(struct rqspin_thread *self, struct wait_token *t);
+/* Inline: every slow-path call makes both (see rqs_held_holds_any). */
+static inline void rqs_deadlock_wait_begin(struct rqspin_thread *self, const void *lock,
+					   struct wait_token *t)
+{
+	t->prev_waiting = held_waiting_for(self);
+	t->candidate = false;
+	atomic_store_explicit(&self->waiting_for, lock, memory_order_relaxed);
+	t->holding = rqs_held_holds_any(self, true);
+	if (t->holding && self->slot != NO_SLOT)
+		t->candidate = rqs_registry_candidate_mark(self->slot);
+}
+
+static inline void rqs_deadlock_wait_end(struct rqspin_thread *self, struct wait_token *t)
+{
+	if (t->candidate) {
+		rqs_registry_candidate_clear(self->slot);
+		t->candidate = false;
+	}
+	atomic_store_explicit(&self->waiting_for, t->prev_waiting, memory_order_relaxed);
+}
 
 /* A live thread other than self whose table says it holds lock, or NULL. */
 const struct rqspin_thread *rqs_deadlock_holder(const struct rqspin_thread *self, const void *lock);

@@ -141,7 +141,7 @@ bool rqs_held_while_waiting(const struct rqspin_thread *t, const void *lock, con
 	return false;
 }
 
-bool rqs_held_holds_any(const struct rqspin_thread *t, bool attempt)
+bool rqs_held_holds_any_slow(const struct rqspin_thread *t, bool attempt)
 {
 	uint32_t cnt = held_count(t);
 	uint32_t n = tracked(cnt), i, live = 0;
@@ -205,12 +205,11 @@ static void trim(struct rqspin_thread *self)
 /* Turn entries whose locks other threads released into RELEASED marks,
  * the oldest matching entry for each cell. In place, one store each, so a
  * handler may do it as long as no outer operation moves entries. */
-void rqs_held_drain(struct rqspin_thread *self)
+void rqs_held_drain_slow(struct rqspin_thread *self)
 {
 	uint32_t c, i, n;
 
-	/* acquire: as in posted(). */
-	if (!atomic_load_explicit(&self->nposted, memory_order_acquire) || self->table_busy)
+	if (self->table_busy)
 		return;
 	/* Busy while we go: a handler that drained too, between our read of
 	 * a cell and our clearing it, could see its cell refilled by a new
