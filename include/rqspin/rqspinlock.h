@@ -6,7 +6,9 @@
  *
  *   0            acquired.
  *   -EDEADLK     deadlock: the caller already holds the lock (AA, e.g. a
- *                signal handler that interrupted the holder or a waiter),
+ *                signal handler that interrupted the holder or a waiter;
+ *                a handler over a waiter that finds the lock free, with
+ *                no pending waiter, takes it instead, as any thread may),
  *                or the caller is part of a cycle of waiting threads: it
  *                holds a lock that the holder of this one waits for,
  *                directly (ABBA) or through others (A->B->C->A); or the

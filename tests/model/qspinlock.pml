@@ -557,6 +557,27 @@ inline lock_call(L, T, ISH)
 	:: val != 0 -> skip /* h was set: the slow path */
 	fi;
 #endif
+#if defined(RQSPIN) && !defined(BARGE)
+	/* slowpath(): a word seen free with only a queue on it (val) is
+	 * taken first, before held_aa() and the bookkeeping: steal_once(),
+	 * which reloads the word and CASes a free (or owner-dead) locked
+	 * byte while no pending bit is set. */
+	if
+	:: val != 0 && (val & (LOCKED_MASK | PENDING_MASK)) == 0 ->
+		if
+		:: atomic {
+			STEALABLE(word[L]) ->
+			if
+			:: (word[L] & LOCKED_MASK) == LOCKED_DEAD -> ret = EOWNERDEAD
+			:: else
+			fi;
+			word[L] = (word[L] & ~LOCKED_MASK) | LOCKED_VAL; goto acquired
+		   }
+		:: skip
+		fi
+	:: else
+	fi;
+#endif
 #ifdef RQSPIN
 	/* slowpath(): held_aa() on entry. Lock A is in the table of T for the
 	 * whole call of the interrupted code: a handler taking A fails at
