@@ -69,13 +69,14 @@ bool rqs_held_owns(const struct rqspin_thread *t, const void *lock);
  * True when the table cannot tell (the wait's entry past the table). */
 bool rqs_held_while_waiting(const struct rqspin_thread *t, const void *lock, const void *waiting);
 
-/* Before a slow path waits (pending bit, queue, the shim's watch): our
- * entry for lock (the top one) is marked as an attempt, so that no other
- * thread takes us for its holder while we wait (a signal handler that
- * interrupts the wait replaces waiting_for). Not before the short spins
- * of the slow path's entry: marking there cost 35% of rqspin's
- * throughput at 4-8 threads (the later take of the lock shifted the
- * acquisitions from steals to the queue). */
+/* Before a slow path waits (pending bit, queue, the entry watch past its
+ * first 64 pauses, the shim's watch past 20 us): our entry for lock (the
+ * top one) is marked as an attempt, so that no other thread takes us for
+ * its holder while we wait (a signal handler that interrupts the wait
+ * replaces waiting_for). Not on entry to the slow path, nor before its
+ * steal spins: marking there cost 35% of rqspin's throughput at 4-8
+ * threads (the later take of the lock shifted the acquisitions from
+ * steals to the queue). */
 void rqs_held_mark_attempt(struct rqspin_thread *self, const void *lock);
 
 /* Is our top entry lock's attempt, marked by the caller of a slow path

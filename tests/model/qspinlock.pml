@@ -622,9 +622,10 @@ barge_watch:
 	fi;
 	val = word[L];
 #else
-	/* slowpath() entry spins: while val == LOCKED_VAL, reload and CAS
-	 * 0 -> LOCKED_VAL when seen free, at most ENTRY_SPINS times (leaving
-	 * the loop is possible at any iteration). Load and CAS are merged: a
+	/* slowpath() entry watch: while val == LOCKED_VAL, reload and CAS
+	 * 0 -> LOCKED_VAL when seen free, for a bounded time (ENTRY_WATCH_NS,
+	 * or ENTRY_SPINS pauses: leaving the loop is possible at any
+	 * iteration; the attempt mark it makes touches no word). Load and CAS are merged: a
 	 * CAS that fails reloads val, one that succeeds needs the word still
 	 * 0. A spurious failure of the weak CAS leaves val == 0, which goes
 	 * on exactly as the budget exit does (to the fetch_or). */
