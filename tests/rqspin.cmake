@@ -136,6 +136,13 @@ rqspin_add_test(NAME rqspin_stats_signal SOURCES rqspin_stats_signal.c
 rqspin_add_test(NAME rqspin_held_order SOURCES rqspin_held_order.c
   TIMEOUT 180 LABELS rqspin unit)
 
+# Past the table's 31 entries with random unlock orders, while nested
+# signal handlers (SA_NODEFER, 50 us timers) take and release their own
+# locks: each handler leaves the count as it found it, and every round
+# ends with an empty table and free locks.
+rqspin_add_test(NAME rqspin_held_overflow_signals SOURCES rqspin_held_overflow_signals.c
+  TIMEOUT 180 LABELS rqspin unit signal)
+
 # fork() writes no lock word: a private lock in MAP_SHARED memory held by
 # one parent thread while another forks stays held (a third thread's short
 # timeout is -ETIMEDOUT), and mutual exclusion holds afterwards.
