@@ -11,6 +11,13 @@
  *   contended/<lock>/threads:T   lock + unlock of one shared lock by T
  *                           threads (no FIFO locks: a fixed iteration
  *                           count can take minutes on 2 cores)
+ *   slow_steal/<qspin|rqspin>  lock + unlock of a word whose tail names a
+ *                           queue while its locked byte is free: each lock
+ *                           misses the fast path and steals the lock in
+ *                           the slow path, as nearly every acquisition does
+ *                           at 4-8 threads on 2 CPUs (the queue's waiters
+ *                           asleep). The tail is never followed: the
+ *                           steal always succeeds with one thread.
  *   empty_loop/for|while    the loop alone (GBENCH_FOR, gbench_keep_running)
  *
  * The lock operations are the inline functions of lock_impl.h, called
@@ -173,6 +180,36 @@ static void bm_rqspin_held(gbench_state *st)
 	gbench_set_items_processed(st, gbench_iterations(st));
 }
 
+/* A tail of slot 0, node 0: a queue that is never visited. */
+#define FAKE_TAIL (1u << 18)
+
+static void bm_slow_steal_qspin(gbench_state *st)
+{
+	qspinlock_t l;
+
+	__atomic_store_n(&l.w.val, FAKE_TAIL, __ATOMIC_RELAXED);
+	GBENCH_FOR(st) {
+		qspin_lock(&l);
+		qspin_unlock(&l);
+	}
+	gbench_set_items_processed(st, gbench_iterations(st));
+}
+
+static void bm_slow_steal_rqspin(gbench_state *st)
+{
+	rqspinlock_t l;
+	int err = 0;
+
+	__atomic_store_n(&l.w.val, FAKE_TAIL, __ATOMIC_RELAXED);
+	GBENCH_FOR(st) {
+		err |= rqspin_lock(&l);
+		rqspin_unlock(&l);
+	}
+	if (err)
+		gbench_skip_with_error(st, "rqspin_lock failed");
+	gbench_set_items_processed(st, gbench_iterations(st));
+}
+
 GBENCH_INIT(register_lock_benchmarks)
 {
 	static const struct {
@@ -202,6 +239,8 @@ GBENCH_INIT(register_lock_benchmarks)
 #endif
 #endif
 		{ "trylock_unlock/ttas", bm_trylock_unlock_ttas },
+		{ "slow_steal/qspin", bm_slow_steal_qspin },
+		{ "slow_steal/rqspin", bm_slow_steal_rqspin },
 		{ "empty_loop/for", bm_empty_loop },
 		{ "empty_loop/while", bm_empty_loop_while },
 	};
