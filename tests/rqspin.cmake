@@ -74,6 +74,12 @@ rqspin_add_test(NAME rqspin_owner_dead SOURCES rqspin_owner_dead.c
 rqspin_add_test(NAME rqspin_stall SOURCES rqspin_stall.c
   TIMEOUT 120 LABELS rqspin unit)
 
+# Per-call budgets in the queue: a waiter behind a head with a shorter
+# budget queues again when that head dissolves the queue, so "no timeout"
+# never times out and a longer budget is kept.
+rqspin_add_test(NAME rqspin_queue_budget SOURCES rqspin_queue_budget.c
+  TIMEOUT 120 LABELS rqspin unit)
+
 # A waiter that finds the thread it waits for gone (released and exited
 # between the held-table read and the /proc read) waits one more T instead
 # of failing (white-box: the holder's record given an exited thread's id).

@@ -49,7 +49,12 @@
  *
  * Timeouts: the budget is T for the pending waiter, 2T for the queue head
  * and 4T for the no-queue fallback (more threads than the registry holds);
- * waiters queued behind the head leave when the head does (in FIFO order).
+ * waiters queued behind the head leave the queue when the head's budget
+ * runs out (in FIFO order): each fails with -ETIMEDOUT if its own budget T
+ * has run out since it queued, else it queues again with what is left.
+ * A queued waiter's own budget is looked at only then and once it is the
+ * head or the pending waiter: behind a head with a longer budget it waits
+ * as long as that head does.
  * T is the process default (250 ms, see rqspin_set_default_timeout and the
  * RQSPIN_TIMEOUT_MS environment variable) unless given per call; a budget
  * too large to add to the clock (e.g. UINT64_MAX) means "no timeout,

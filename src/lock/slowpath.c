@@ -1089,9 +1089,36 @@ static int nonode_lock(struct waiter *w, bool *dead)
 	}
 }
 
+/* slowpath()'s return when a queue head's timeout dissolved the queue
+ * while this call still had budget left: its entry and wait are
+ * withdrawn, its node is free, and rqspin_slowpath() starts over. Never
+ * returned to a caller of the library. */
+#define REQUEUE 2
+
+/*
+ * A waiter queued behind the head leaves when the head does, and with a
+ * stall the head passes MCS_ABORT down the queue. That is the kernel's
+ * rule, where every waiter has the same budget; here each call has its
+ * own, and the head's may be the shorter one: a call whose own budget
+ * has not run out since it queued (*first, set at its first queueing,
+ * kept across requeues) queues again instead of failing, and a budget
+ * too large to add to the clock never runs out ("no timeout"). The
+ * requeue is a new attempt: it starts as a fresh lock call would, with
+ * the budget that is left.
+ */
+static bool budget_left(const struct waiter *w, uint64_t *first)
+{
+	uint64_t now = rqs_arch_now_ns();
+
+	if (!*first)
+		*first = w->start ? w->start : now;
+	return sat_add(*first, w->timeout) == UINT64_MAX || now - *first < w->timeout;
+}
+
 static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint32_t val,
 							 const bool res, const bool barge,
-							 bool steal, uint8_t *took, uint64_t timeout)
+							 bool steal, uint8_t *took, uint64_t timeout,
+							 uint64_t *first)
 {
 	struct rqspin_thread *self = registry_self();
 	struct deadlock_chain chain;
@@ -1308,11 +1335,18 @@ queue:
 		 * (ghost_repair clears what they left in the word). */
 		if (!(res && is_ghost(prev_slot)) && mcs_wait(&w, node, prev_slot) == MCS_ABORT) {
 			/* The head timed out and dissolves the queue; pass the
-			 * word on (kernel: -ETIMEDOUT since Nov 2025). */
+			 * word on (kernel: -ETIMEDOUT since Nov 2025), then
+			 * fail, or queue again while our own budget lasts
+			 * (budget_left). */
 			w.event = RQSPIN_EV_TIMEOUT;
-			ret = -ETIMEDOUT;
+			ret = res && budget_left(&w, first) ? REQUEUE : -ETIMEDOUT;
 			fail_withdraw(&w);
 			queue_leave(&w, node, tail, MCS_ABORT);
+			if (ret == REQUEUE) {
+				atomic_signal_fence(memory_order_seq_cst);
+				self->nesting = idx;
+				return REQUEUE;
+			}
 			goto err_release_node;
 		}
 	}
@@ -1432,7 +1466,7 @@ bool rqspin__trylock_pending(rqspinlock_t *lock, uint32_t val)
 
 void rqspin__qspin_lock_slowpath(qspinlock_t *lock, uint32_t val)
 {
-	(void)slowpath(&lock->w, val, false, false, true, NULL, 0);
+	(void)slowpath(&lock->w, val, false, false, true, NULL, 0, NULL);
 }
 
 /* rqspinlock's slow path in either mode. A process-shared word has its own
@@ -1444,12 +1478,23 @@ static __attribute__((always_inline)) inline int rqspin_slowpath(rqspinlock_t *l
 								 const bool barge, bool steal,
 								 uint8_t *took)
 {
-	uint64_t t = timeout_ns ? timeout_ns : rqs_lock_default_timeout();
+	uint64_t t = timeout_ns ? timeout_ns : rqs_lock_default_timeout(), first = 0, spent;
 	struct rqspin_thread *self;
 	int ret;
 
-	if (!(val & RQSPIN__PSHARED_MARK))
-		return slowpath(&lock->w, val, true, barge, steal, took, t);
+	if (!(val & RQSPIN__PSHARED_MARK)) {
+		while ((ret = slowpath(&lock->w, val, true, barge, steal, took, t, &first)) ==
+		       REQUEUE) {
+			/* As a new lock call: the entry back on top (withdrawn
+			 * with the wait), the budget that is left. */
+			rqspin__held_push(&registry_self()->hot, lock);
+			spent = rqs_arch_now_ns() - first;
+			if (sat_add(first, t) != UINT64_MAX)
+				t = spent < t ? t - spent : 1;
+			val = word_load(&lock->w, memory_order_relaxed);
+		}
+		return ret;
+	}
 	self = registry_self();
 	rqs_held_mark_attempt(self, lock);
 	ret = rqs_pshared_lock_slowpath(lock, val, t);
