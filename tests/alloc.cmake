@@ -55,6 +55,11 @@ endif()
 rqspin_add_test(NAME alloc_badptr_release SOURCES alloc_badptr.c
   TIMEOUT 120 LABELS alloc unit NO_TSAN)
 
+# Out of memory under RLIMIT_AS, many failed requests, then everything
+# freed: requests succeed again (failed mappings used up segment indices).
+rqspin_add_test(NAME alloc_oom_recover SOURCES alloc_oom_recover.c
+  TIMEOUT 120 LABELS alloc unit NO_TSAN NO_ASAN)
+
 # ASan builds: use after free of our objects is reported.
 if(RQSPIN_SANITIZE STREQUAL "address")
   rqspin_add_test(NAME alloc_asan SOURCES alloc_asan.c TIMEOUT 120 LABELS alloc asan)

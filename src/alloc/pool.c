@@ -123,9 +123,6 @@ static struct page *segment_new(void)
 	uintptr_t raw, base, u;
 	struct segment *seg;
 
-	idx = atomic_fetch_add_explicit(&seg_bump, 1, memory_order_relaxed);
-	if (idx >= MAX_SEGS)
-		return NULL;
 	/* Twice the size, then trim to a 4 MiB-aligned 4 MiB. */
 	raw = (uintptr_t)rqs_os_map(2 * SEG_SIZE);
 	if (!raw)
@@ -135,10 +132,20 @@ static struct page *segment_new(void)
 		rqs_os_unmap((void *)raw, base - raw);
 	rqs_os_unmap((void *)(base + SEG_SIZE), raw + SEG_SIZE - base);
 	u = base >> SEG_SHIFT;
-	if (u >= SEG_UNITS) {
-		rqs_os_unmap((void *)base, SEG_SIZE);
-		return NULL;
-	}
+	/* The index only for a mapping we keep: a failed attempt (no
+	 * memory, or an address past the map) must not use one up, or a
+	 * process that once ran out of memory could never map a segment
+	 * again. Never past MAX_SEGS, so the count cannot wrap. relaxed:
+	 * the index only has to be unique; the segment is published with
+	 * segtab's release store below. */
+	idx = atomic_load_explicit(&seg_bump, memory_order_relaxed);
+	do {
+		if (u >= SEG_UNITS || idx >= MAX_SEGS) {
+			rqs_os_unmap((void *)base, SEG_SIZE);
+			return NULL;
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&seg_bump, &idx, idx + 1,
+							memory_order_relaxed, memory_order_relaxed));
 	seg = (struct segment *)base;
 	seg->magic = SEG_MAGIC ^ base;
 	seg->idx = idx;
