@@ -2,7 +2,9 @@
 /*
  * Bad pointers. Each case runs in a child process (fork):
  *   - double free of a small object (same thread, of an 8-byte object, and
- *     from another thread); debug builds: of any free 8-byte object;
+ *     from another thread; an 8-byte object that is the last one freed
+ *     into its page, with one or both frees from other threads); debug
+ *     builds: of any free 8-byte object;
  *   - free of an interior pointer (small and large objects);
  *   - free of a pointer that did not come from the allocator (malloc'd
  *     memory, a forged "large" pointer, a stack address);
@@ -76,6 +78,37 @@ static void case_double_free_8_remote(void)
 
 	rqspin_free_nolock(p);
 	rqspin_free_nolock(q);
+	tu_thread_join(tu_thread_start(double_free_remote, p));
+}
+
+/* An 8-byte object that is the last one freed into its page, where one
+ * of the two frees comes from another thread: the second must be seen
+ * (the head of the page's remote list, or of its owner's list), or the
+ * object is pushed onto a list twice (a self-link) and handed out twice. */
+static void case_double_free_8_two_remote(void)
+{
+	void *p = rqspin_malloc_nolock(8, 0), *q = rqspin_malloc_nolock(8, 0);
+
+	rqspin_free_nolock(q);
+	tu_thread_join(tu_thread_start(double_free_remote, p));
+	tu_thread_join(tu_thread_start(double_free_remote, p));
+}
+
+static void case_double_free_8_remote_then_owner(void)
+{
+	void *p = rqspin_malloc_nolock(8, 0), *q = rqspin_malloc_nolock(8, 0);
+
+	rqspin_free_nolock(q);
+	tu_thread_join(tu_thread_start(double_free_remote, p));
+	rqspin_free_nolock(p);
+}
+
+static void case_double_free_8_owner_then_remote(void)
+{
+	void *p = rqspin_malloc_nolock(8, 0), *q = rqspin_malloc_nolock(8, 0);
+
+	rqspin_free_nolock(q);
+	rqspin_free_nolock(p);
 	tu_thread_join(tu_thread_start(double_free_remote, p));
 }
 
@@ -173,6 +206,11 @@ static const struct bad_case cases[] = {
 	{ "double free", case_double_free, false },
 	{ "double free (8 bytes)", case_double_free_8, false },
 	{ "double free (remote)", case_double_free_remote, false },
+	{ "double free (8 bytes, twice from other threads)", case_double_free_8_two_remote, false },
+	{ "double free (8 bytes, another thread, then the owner)",
+	  case_double_free_8_remote_then_owner, false },
+	{ "double free (8 bytes, the owner, then another thread)",
+	  case_double_free_8_owner_then_remote, false },
 	{ "double free (8 bytes, not the last freed)", case_double_free_8_any, true },
 	{ "double free (8 bytes, from another thread)", case_double_free_8_remote, true },
 	{ "usable_size of a freed 8-byte object", case_usable_freed_8, true },
@@ -234,6 +272,21 @@ static void run_release(const struct bad_case *c)
 	AC_CHECK(a, 48, 1);
 	rqspin_free_nolock(a);
 	rqspin_free_nolock(b);
+	/* the 8-byte class too: a list with an object on it twice (or a
+	 * self-link) hands the same object out twice */
+	{
+		void *t[256];
+
+		for (int i = 0; i < 256; i++) {
+			t[i] = rqspin_malloc_nolock(8, 0);
+			CHECK(t[i] != NULL);
+			ac_fill(t[i], 8, (uint32_t)i);
+		}
+		for (int i = 0; i < 256; i++)
+			AC_CHECK(t[i], 8, (uint32_t)i);
+		for (int i = 0; i < 256; i++)
+			rqspin_free_nolock(t[i]);
+	}
 }
 
 int main(void)

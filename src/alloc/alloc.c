@@ -226,7 +226,7 @@ static ALLOC_FN struct block *class_alloc_held(struct heap *h, struct hclass *hc
 
 	if (RQS_LIKELY(b != NULL)) {
 		check_reused(b, c);
-		pg->free = b->next;
+		page_free_set(pg, b->next);
 		page_used_set(pg, pg->used + 1);
 	} else {
 		b = rqs_class_alloc_slow(h, hc, c);
@@ -322,7 +322,7 @@ static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t 
 	struct heap *h = rqs_alloc_tls_heap;
 	struct hclass *hc;
 	struct page *pg;
-	struct block *b;
+	struct block *b, *next;
 	unsigned c;
 
 	c = size_to_class(size);
@@ -338,7 +338,8 @@ static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t 
 	if (RQS_UNLIKELY(b == NULL))
 		return alloc_refill(h, hc, c, flags);
 	check_reused(b, c);
-	pg->free = b->next;
+	next = b->next;
+	page_free_set(pg, next);
 	/* The next allocation of this class reads that object's link: with
 	 * many classes in use or a large working set it is no longer in the
 	 * cache by then (the load missed in most churn-like allocations). A
@@ -348,7 +349,7 @@ static inline ALLOC_FN __attribute__((always_inline)) void *malloc_small(size_t 
 	 * 1.7x slower (9.0 against 5.2 ns, medians of seven processes). The
 	 * bound folds to a constant. */
 	if (c < size_to_class_calc(4096))
-		__builtin_prefetch(pg->free, 0, 3);
+		__builtin_prefetch(next, 0, 3);
 	page_used_set(pg, pg->used + 1);
 	busy_clear(&hc->busy);
 	if (RQS_UNLIKELY(flags != 0 || san))
@@ -497,10 +498,29 @@ static ALLOC_FN __attribute__((noinline)) void free_remote(struct heap *me, stru
 	}
 	if (!free_check(pg, b))
 		return;
+	x = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
+	/* An 8-byte object has no room for a canary: a second free is
+	 * recognised when the object is the last one freed into its page,
+	 * here or by the owner (the head of the remote list, or of the
+	 * owner's list). Pushed again, it would link to itself. Relaxed: a
+	 * legitimate free of b comes after b's allocation, which came after
+	 * any store that put b at either head (the owner took it off its
+	 * list, or took the remote list, first), so neither load can show b
+	 * then; a stale head only misses a double free. */
+	if (pg->bsize < 16 && ((x & XFREE_PTR_MASK) == (uintptr_t)b ||
+			       __atomic_load_n(&pg->free, __ATOMIC_RELAXED) == b)) {
+		rqs_alloc_bad_pointer("double free", b);
+		return;
+	}
 	free_mark(b, pg->bsize);
 	ALLOC_TEST_HOOK(HOOK_REMOTE, c);
-	x = atomic_load_explicit(&pg->xfree, memory_order_relaxed);
 	do {
+		/* b pushed by another thread meanwhile: a concurrent double
+		 * free (not always caught), but never a self-loop. */
+		if (RQS_UNLIKELY((x & XFREE_PTR_MASK) == (uintptr_t)b)) {
+			rqs_alloc_bad_pointer("double free", b);
+			return;
+		}
 		n = (x >> XFREE_CNT_SHIFT) + 1;
 		/*
 		 * Queue the page on the owner's notify list only when the owner
@@ -578,7 +598,11 @@ static ALLOC_FN __attribute__((noinline)) void free_local_general(struct heap *h
 		busy_clear(&hc->busy);
 		return;
 	}
-	if (pg->free == b) {
+	/* The last object freed into the page, by us or (an 8-byte object,
+	 * which has no canary) remotely: see free_remote. */
+	if (pg->free == b ||
+	    (pg->bsize < 16 && (atomic_load_explicit(&pg->xfree, memory_order_relaxed) &
+				XFREE_PTR_MASK) == (uintptr_t)b)) {
 		rqs_alloc_bad_pointer("double free", b);
 		busy_clear(&hc->busy);
 		return;
@@ -586,7 +610,7 @@ static ALLOC_FN __attribute__((noinline)) void free_local_general(struct heap *h
 	free_mark(b, pg->bsize);
 	old = pg->free;
 	b->next = old;
-	pg->free = b;
+	page_free_set(pg, b);
 	page_used_set(pg, pg->used - 1);
 	free_local_tail(h, hc, pg, old);
 }
@@ -630,10 +654,11 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 	busy_set(&hc->busy);
 	ALLOC_TEST_HOOK(HOOK_FREE, c);
 	old = pg->free;
-	/* old == b: a second free right after the first, the one double
-	 * free that the 8-byte class (no room for a canary) can show. */
+	/* old == b: a second free right after the first. The 8-byte class
+	 * (no room for a canary) takes the general path, which also looks
+	 * at the page's remote list. */
 	if (RQS_UNLIKELY(page_block_index(pg, a) == UINT32_MAX || old == b || SAN_FREE_GENERAL ||
-		     (RQSPIN_ALLOC_DEBUG && c == 0)))
+		     c == 0))
 		goto general;
 	if (c != 0) {
 		uint64_t k = block_canary(b);
@@ -643,7 +668,7 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 		b->canary = k;
 	}
 	b->next = old;
-	pg->free = b;
+	page_free_set(pg, b);
 	page_used_set(pg, pg->used - 1);
 	if (RQS_UNLIKELY((pg != hc->page && (!old || page_all_back(pg))) ||
 		     atomic_load_explicit(&h->deferred, memory_order_relaxed) != NULL)) {

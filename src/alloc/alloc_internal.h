@@ -149,6 +149,15 @@ static inline void page_used_set(struct page *pg, uint32_t v)
 	__atomic_store_n(&pg->used, v, __ATOMIC_RELAXED);
 }
 
+/* The owner changes the local free list's head with a relaxed atomic
+ * store (a plain mov) too: a remote free of an 8-byte object reads it to
+ * recognise a second free of the object the owner freed last
+ * (free_remote). */
+static inline void page_free_set(struct page *pg, struct block *b)
+{
+	__atomic_store_n(&pg->free, b, __ATOMIC_RELAXED);
+}
+
 /* After an owner's free into pg: may every object of pg be back? The
  * objects it still counts as used may all wait on its remote list (remote
  * frees announce a page only when they may empty it by themselves). Also

@@ -263,7 +263,7 @@ ALLOC_FN void rqs_page_init(struct page *pg, struct heap *owner, unsigned c)
 #endif
 	__atomic_store_n(&pg->bump, 0, __ATOMIC_RELAXED);
 	page_used_set(pg, 0);
-	pg->free = NULL;
+	page_free_set(pg, NULL);
 	pg->in_partial = 0;
 	pg->next = pg->prev = NULL;
 	atomic_fetch_add_explicit(&rqs_alloc_gstats.pages_active, 1, memory_order_relaxed);

@@ -38,7 +38,7 @@ static ALLOC_FN void page_carve(struct page *pg)
 #endif
 		head = b;
 	}
-	pg->free = head;
+	page_free_set(pg, head);
 	/* Read by other threads checking a pointer they free (monotonic). */
 	__atomic_store_n(&pg->bump, bump + n, __ATOMIC_RELAXED);
 }
@@ -54,7 +54,7 @@ static ALLOC_FN void page_take_chain(struct page *pg, uintptr_t x)
 			;
 		tail->next = pg->free;
 	}
-	pg->free = list;
+	page_free_set(pg, list);
 }
 
 /* Take pg's remote frees, leaving its NOTIFIED bit as it is (the page may
@@ -264,7 +264,7 @@ static ALLOC_FN void free_into_page(struct heap *h, struct hclass *hc, struct pa
 	struct block *old = pg->free;
 
 	b->next = old;
-	pg->free = b;
+	page_free_set(pg, b);
 	page_used_set(pg, pg->used - 1);
 	if (pg != hc->page && (!old || page_all_back(pg)))
 		rqs_free_local_slow(h, hc, pg);
@@ -363,14 +363,14 @@ ALLOC_FN struct block *rqs_class_alloc_slow(struct heap *h, struct hclass *hc, u
 	if (c == 0)
 		tiny_mark_used(b);
 #endif
-	pg->free = b->next;
+	page_free_set(pg, b->next);
 	page_used_set(pg, pg->used + 1);
 	return b;
 }
 
 ALLOC_FN void rqs_page_retire(struct heap *h, struct page *pg)
 {
-	pg->free = NULL;
+	page_free_set(pg, NULL);
 	page_used_set(pg, 0);
 	pg->in_partial = 0;
 	pg->next = pg->prev = NULL;
