@@ -74,6 +74,11 @@ rqspin_add_test(NAME rqspin_owner_dead SOURCES rqspin_owner_dead.c
 rqspin_add_test(NAME rqspin_stall SOURCES rqspin_stall.c
   TIMEOUT 120 LABELS rqspin unit)
 
+# A thread exits holding more than 31 locks: the untracked ones come back
+# with -EOWNERDEAD, never while a live thread holds untracked locks.
+rqspin_add_test(NAME rqspin_exit_untracked SOURCES rqspin_exit_untracked.c
+  TIMEOUT 120 LABELS rqspin unit NO_TSAN)
+
 # Per-call budgets in the queue: a waiter behind a head with a shorter
 # budget queues again when that head dissolves the queue, so "no timeout"
 # never times out and a longer budget is kept.

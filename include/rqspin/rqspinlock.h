@@ -84,7 +84,12 @@
  * recorded: an AA or a cycle involving them ends in -ETIMEDOUT (or waits,
  * if the owner runs) instead of -EDEADLK, and a blocked holder of one of
  * them is timed by wall clock. No entry outlives its lock: thread exit
- * marks owner-dead only the locks the thread still holds.
+ * marks owner-dead only the locks the thread still holds. A thread that
+ * exits holding untracked locks leaves them counted, not named: a waiter
+ * that finds a lock held by nobody at its deadline (two looks 1 ms apart)
+ * takes it over with -EOWNERDEAD, unless some live thread holds untracked
+ * locks too (it could be their holder: -ETIMEDOUT, as before) or has no
+ * registry slot.
  *
  * Cross-thread unlock: a lock may be released by a thread other than the
  * one that took it; the owner's entry is dropped (posted to the owner,

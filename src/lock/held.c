@@ -624,12 +624,72 @@ void rqs_held_note_pshared(struct rqspin_thread *self, const void *lock)
 		self->pshared_taken[self->pshared_next++ % RQS_PSHARED_TAKEN] = lock;
 }
 
+static _Atomic uint64_t orphans;
+
+uint64_t rqs_held_orphans(void)
+{
+	return atomic_load_explicit(&orphans, memory_order_relaxed);
+}
+
+bool rqs_held_orphan_take(void)
+{
+	uint64_t n = atomic_load_explicit(&orphans, memory_order_relaxed);
+
+	/* relaxed: the count publishes nothing (see orphan_repair for the
+	 * fences). */
+	do {
+		if (n == 0)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&orphans, &n, n - 1, memory_order_relaxed,
+							memory_order_relaxed));
+	return true;
+}
+
+void rqs_held_orphan_return(void)
+{
+	atomic_fetch_add_explicit(&orphans, 1, memory_order_relaxed);
+}
+
+bool rqs_held_untracked_anywhere(void)
+{
+	uint32_t n = rqs_registry_high_water(), i;
+
+	for (i = 0; i < n; i++) {
+		const struct rqspin_slot *s = rqs_registry_slot(i);
+		uint32_t state;
+
+		if (!s)
+			continue;
+		state = atomic_load_explicit(&s->state, memory_order_relaxed);
+		if ((state == SLOT_USED || state == RQS_TABLE_RETIRED) && holds_untracked(&s->t))
+			return true;
+	}
+	return false;
+}
+
+/* The untracked holds in t's table: past it, and moved into it (NULL). */
+static uint32_t untracked_holds(const struct rqspin_thread *t)
+{
+	uint32_t cnt = held_count(t), n = tracked(cnt), i, u;
+
+	u = cnt > RQSPIN_NR_HELD ? cnt - RQSPIN_NR_HELD : 0;
+	for (i = 0; i < n; i++)
+		u += held_entry(t, i) == NULL;
+	return u;
+}
+
 void rqs_held_abandon(struct rqspin_thread *t)
 {
-	uint32_t cnt = held_count(t);
-	uint32_t n = tracked(cnt), i;
+	uint32_t cnt, n, i, u;
 
 	rqs_held_drain(t);
+	cnt = held_count(t);
+	n = tracked(cnt);
+	/* Counted before the table empties: a waiter that reads the emptied
+	 * table (after the release fence below) also reads this count. */
+	u = untracked_holds(t);
+	if (u)
+		atomic_fetch_add_explicit(&orphans, u, memory_order_relaxed);
 	for (i = 0; i < n; i++) {
 		const void *e = held_entry(t, i);
 		union rqspin__word *w = (union rqspin__word *)e;
@@ -665,6 +725,10 @@ void rqs_held_abandon(struct rqspin_thread *t)
 			;
 		set_entry(t, i, NULL);
 	}
+	/* release: the orphan count above, and everything this thread wrote
+	 * under its untracked locks, before the table says it holds none
+	 * (pairs with the acquire fence in slowpath.c, orphan_repair). */
+	atomic_thread_fence(memory_order_release);
 	set_count(t, 0);
 }
 

@@ -144,6 +144,20 @@ void rqs_held_release_entry(struct rqspin_thread *self);
  * RELEASED mark. True for the one caller that did (it owns the repair). */
 bool rqs_held_claim_ghost_entry(struct rqspin_thread *ghost, const void *lock);
 
+/*
+ * Locks that exited threads held past their tables (untracked: counted,
+ * not named), and were not released since. rqs_held_abandon counts them;
+ * a waiter that finds its lock held by nobody may take one of them over
+ * (slowpath.c, orphan_repair) when rqs_held_untracked_anywhere() says no
+ * live or vanished thread holds untracked locks: then nobody but an
+ * exited thread can hold it. rqs_held_orphan_take consumes one (false if
+ * there is none), rqs_held_orphan_return gives it back.
+ */
+uint64_t rqs_held_orphans(void);
+bool rqs_held_untracked_anywhere(void);
+bool rqs_held_orphan_take(void);
+void rqs_held_orphan_return(void);
+
 /* Mark the entries other threads released (their posted cells). */
 void rqs_held_drain_slow(struct rqspin_thread *self);
 

@@ -35,6 +35,9 @@ static const struct rqs_table slots = {
 	.limit = RQSPIN_SLOT_LIMIT,
 };
 static _Atomic uint32_t in_use;
+/* Live threads without a slot (the TLS fallback record): other threads
+ * cannot read their tables. */
+static _Atomic uint32_t slotless;
 /* Released slots waiting for a new thread: when there are none, a new
  * thread takes a fresh slot without scanning (16 000 threads starting
  * would otherwise scan quadratically). */
@@ -61,6 +64,11 @@ uint32_t rqs_registry_high_water(void)
 uint32_t rqs_registry_in_use(void)
 {
 	return atomic_load_explicit(&in_use, memory_order_relaxed);
+}
+
+bool rqs_registry_has_slotless(void)
+{
+	return atomic_load_explicit(&slotless, memory_order_relaxed) != 0;
 }
 
 bool rqs_registry_has_ghosts(void)
@@ -202,6 +210,9 @@ struct rqspin__thread_hot *rqspin__self_slow(void)
 	} else {
 		t = &tls_fallback;
 		thread_record_init(t, NO_SLOT);
+		/* Before the record is used: a lock it takes is then never
+		 * mistaken for an exited thread's (rqs_held_orphan_take). */
+		atomic_fetch_add_explicit(&slotless, 1, memory_order_seq_cst);
 	}
 	/* Publish to our own signal handlers only after the record is ready. */
 	atomic_signal_fence(memory_order_seq_cst);
@@ -267,6 +278,7 @@ static void thread_exit(void *arg)
 	rqspin__tls_self = NULL;
 	if (t->slot == NO_SLOT) {
 		memset(t, 0, sizeof(*t));
+		atomic_fetch_sub_explicit(&slotless, 1, memory_order_relaxed);
 		return;
 	}
 	slot_reset(slot_of(t));

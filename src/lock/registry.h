@@ -153,6 +153,8 @@ uint32_t rqs_registry_high_water(void);
 uint32_t rqs_registry_in_use(void);
 /* Slots left by threads that vanished in fork() (only in a forked child). */
 bool rqs_registry_has_ghosts(void);
+/* Is a thread without a registry slot (tables nobody else reads) alive? */
+bool rqs_registry_has_slotless(void);
 /* The forked child's pending-repair flag (slowpath.c, pending_repair): one
  * repair of a ghost's pending bit at a time, process-wide. begin takes it
  * (false when another thread holds it; acquire), end drops it (release),

@@ -349,6 +349,71 @@ void (*rqs_lock_test_hook)(unsigned where);
 #define LOCK_TEST_HOOK(w) ((void)0)
 #endif
 
+/* A full fence between our stores and the loads after it (store-load
+ * order; see its callers for who pairs with whom). */
+static inline void store_load_fence(void)
+{
+#ifndef RQSPIN__TSAN
+	atomic_thread_fence(memory_order_seq_cst);
+#else
+	/* TSan does not model fences (and GCC warns about them); it checks
+	 * races, not this store-load order, so a compiler barrier will do. */
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+/*
+ * The lock is held and no table names its holder, at two looks 1 ms
+ * apart (stalled): is it a lock an exited thread held past its table?
+ * Such a lock has no entry anywhere, so rqs_held_abandon could not mark
+ * it owner-dead; it only counted it (rqs_held_orphans). It is one of
+ * those when nobody else can hold it: no live thread's table names it
+ * (nor a taker that still shows its wait), no live or vanished thread
+ * holds untracked locks (ourselves included: an AA past our own table
+ * must end in -ETIMEDOUT, as documented), and every live thread has a
+ * table we can read (no slotless thread). Then we mark it owner-dead,
+ * consuming one orphan, and whoever takes it next gets -EOWNERDEAD.
+ *
+ * Why nobody else holds it: a live thread's untracked hold is in its
+ * count (pushed before the CAS that took the lock, dropped after the
+ * release store), and its table's entries and count are read here after
+ * the word was seen held, twice, 1 ms apart; a count written before the
+ * CAS but not yet visible to us for a whole millisecond would be needed
+ * to fool both looks. A lock of another process in shared memory, or a
+ * word a program wrote itself, is outside the contract (rqspinlock.h).
+ *
+ * Orders: the acquire fence after reading the tables pairs with the
+ * release fence before an exiting thread empties its table: a table
+ * read empty shows that thread's orphans counted, and what it wrote
+ * under the lock. The CAS is release, so that the next taker's acquire
+ * sees it all too.
+ */
+static bool orphan_repair(struct waiter *w)
+{
+	lockword_t *l = w->lock;
+	uint32_t val;
+
+	if (!w->res || !rqs_held_orphans())
+		return false;
+	store_load_fence();
+	val = word_load(l, memory_order_relaxed);
+	if ((val & RQSPIN__LOCKED_MASK) != RQSPIN__LOCKED_VAL || (val & RQSPIN__PSHARED_MARK))
+		return false;
+	if (rqs_deadlock_holder(w->self, l) || rqs_deadlock_live_taker(w->self, l) ||
+	    rqs_held_untracked_anywhere() || rqs_registry_has_slotless())
+		return false;
+	atomic_thread_fence(memory_order_acquire);
+	if (!rqs_held_orphan_take())
+		return false;
+	while ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL) {
+		if (word_cas(l, &val, (val & ~RQSPIN__LOCKED_MASK) | RQSPIN__LOCKED_OWNER_DEAD,
+			     memory_order_release))
+			return true;
+	}
+	rqs_held_orphan_return();
+	return false;
+}
+
 /* The deadline has passed: fail, or is the thread we wait for only kept
  * off the CPU? See stall.h. Returns true to fail. */
 static bool stalled(struct waiter *w, uint64_t now)
@@ -363,7 +428,13 @@ static bool stalled(struct waiter *w, uint64_t now)
 	if (!b) {
 		/* Nobody found: the lock may be changing hands right now (a
 		 * new holder still shows its attempt), so look twice more,
-		 * 1 ms apart, before timing by the wall clock. */
+		 * 1 ms apart, before timing by the wall clock. At the second
+		 * look, it may be an exited thread's untracked lock. */
+		if (w->stall_unknown == 1 && orphan_repair(w)) {
+			w->stall_unknown = 0;
+			w->deadline = sat_add(now, w->duration);
+			return false;
+		}
 		if (++w->stall_unknown > 2)
 			return true;
 		w->deadline = sat_add(now, NSEC_PER_MSEC);
@@ -414,19 +485,6 @@ static bool stalled(struct waiter *w, uint64_t now)
 	/* Look again soon: it may block, or be scheduled and release. */
 	w->deadline = sat_add(now, w->duration / 8 > NSEC_PER_MSEC ? w->duration / 8 : NSEC_PER_MSEC);
 	return false;
-}
-
-/* A full fence between our stores and the loads after it (store-load
- * order; see its callers for who pairs with whom). */
-static inline void store_load_fence(void)
-{
-#ifndef RQSPIN__TSAN
-	atomic_thread_fence(memory_order_seq_cst);
-#else
-	/* TSan does not model fences (and GCC warns about them); it checks
-	 * races, not this store-load order, so a compiler barrier will do. */
-	atomic_signal_fence(memory_order_seq_cst);
-#endif
 }
 
 /* Does l's pending bit look like a vanished thread's: set, no live thread
