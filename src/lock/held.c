@@ -202,6 +202,21 @@ static void trim(struct rqspin_thread *self)
 	}
 }
 
+/* Another thread released one of our untracked holds: one past the table
+ * goes from the count, else one moved into it (NULL) is marked. */
+static void drop_untracked(struct rqspin_thread *self)
+{
+	uint32_t cnt = held_count(self);
+	int k = find_newest(self, cnt, NULL);
+
+	if (cnt > RQSPIN_NR_HELD) {
+		set_count(self, cnt - 1);
+		atomic_signal_fence(memory_order_seq_cst);
+	} else if (k >= 0) {
+		set_entry(self, (uint32_t)k, RQSPIN__HELD_RELEASED);
+	}
+}
+
 /* Turn entries whose locks other threads released into RELEASED marks,
  * the oldest matching entry for each cell. In place, one store each, so a
  * handler may do it as long as no outer operation moves entries. */
@@ -231,25 +246,23 @@ void rqs_held_drain_slow(struct rqspin_thread *self)
 				break;
 			}
 		}
-		/* None: the post was for one of our untracked holds
-		 * (rqspin__unlock_slow, untracked_owner): one past the table
-		 * goes from the count, one moved into it (NULL) is marked. */
-		if (i == n) {
-			uint32_t cnt = held_count(self);
-			int k = find_newest(self, cnt, NULL);
-
-			if (cnt > RQSPIN_NR_HELD) {
-				set_count(self, cnt - 1);
-				atomic_signal_fence(memory_order_seq_cst);
-			} else if (k >= 0) {
-				set_entry(self, (uint32_t)k, RQSPIN__HELD_RELEASED);
-			}
-		}
+		/* None (the entry went meanwhile): as an untracked one. */
+		if (i == n)
+			drop_untracked(self);
 		/* release: the mark is visible before the cell empties (see
 		 * posted()); the signal fence is the same for our handlers. */
 		atomic_signal_fence(memory_order_seq_cst);
 		atomic_store_explicit(&self->released[c], NULL, memory_order_release);
 		atomic_fetch_sub_explicit(&self->nposted, 1, memory_order_relaxed);
+	}
+	/* Releases of our untracked holds (post_untracked). acquire: pairs
+	 * with the poster's release increment, as for the cells. */
+	c = atomic_exchange_explicit(&self->released_untracked, 0, memory_order_acquire);
+	if (c) {
+		for (i = 0; i < c; i++)
+			drop_untracked(self);
+		atomic_signal_fence(memory_order_seq_cst);
+		atomic_fetch_sub_explicit(&self->nposted, c, memory_order_relaxed);
 	}
 	atomic_signal_fence(memory_order_seq_cst);
 	self->table_busy = 0;
@@ -514,6 +527,11 @@ static struct rqspin_thread *untracked_owner(const struct rqspin_thread *self)
 	return found;
 }
 
+/* A cell for lock in owner's: false when all are taken. They are one per
+ * tracked entry, and an entry gets at most one post (readers subtract the
+ * posted cells, so a posted entry is no owner's any more), so only a post
+ * made while the owner's drain is still emptying its cells can find none;
+ * rqspin__unlock_slow then waits for it. */
 static bool post_release(struct rqspin_thread *owner, const void *lock)
 {
 	uint32_t c;
@@ -532,6 +550,16 @@ static bool post_release(struct rqspin_thread *owner, const void *lock)
 		}
 	}
 	return false;
+}
+
+/* A release of one of owner's untracked holds: no entry names it, so no
+ * cell; a count. */
+static void post_untracked(struct rqspin_thread *owner)
+{
+	/* relaxed: as a cell's CAS. */
+	atomic_fetch_add_explicit(&owner->released_untracked, 1, memory_order_relaxed);
+	/* release: a drain that sees the count sees the increment above. */
+	atomic_fetch_add_explicit(&owner->nposted, 1, memory_order_release);
 }
 
 static inline void release_word(void *lock)
@@ -559,17 +587,35 @@ void rqspin__unlock_slow(struct rqspin__thread_hot *hot, void *lock)
 		return;
 	}
 	owner = foreign_owner(self, lock);
+	if (owner) {
+		uint64_t until = 0, now;
+
+		/* Taken by another thread: its entry is marked released
+		 * before the lock is free, so the owner, once it takes the
+		 * lock again, never mistakes the old entry for a hold. No
+		 * free cell (see post_release): the owner is draining them;
+		 * wait for it, at most the default timeout (then its entry
+		 * stays, and it reports false AA on this lock). */
+		while (!post_release(owner, lock)) {
+			now = rqs_arch_now_ns();
+			if (!until)
+				until = now + rqs_lock_default_timeout();
+			else if (now >= until)
+				break;
+			rqs_os_yield();
+		}
+		release_word(lock);
+		return;
+	}
 	/* No table names it, and we hold nothing untracked: the hold is
 	 * untracked in another thread's table (past it, or moved into it as
 	 * NULL). With exactly one such thread, it is the owner: its count
 	 * must go too, or it keeps a phantom hold for good (and every cross-
 	 * thread unlock it makes waits out foreign_owner's bound). */
-	if (!owner && !holds_untracked(self))
+	if (!holds_untracked(self))
 		owner = untracked_owner(self);
-	if (owner && post_release(owner, lock)) {
-		/* Taken by another thread: its entry is marked released
-		 * before the lock is free, so the owner, once it takes the
-		 * lock again, never mistakes the old entry for a hold. */
+	if (owner) {
+		post_untracked(owner);
 		release_word(lock);
 		return;
 	}

@@ -247,6 +247,7 @@ static void slot_reset(struct rqspin_slot *s)
 	for (i = 0; i < RELEASED_CELLS; i++)
 		atomic_store_explicit(&s->t.released[i], NULL, memory_order_relaxed);
 	atomic_store_explicit(&s->t.nposted, 0, memory_order_relaxed);
+	atomic_store_explicit(&s->t.released_untracked, 0, memory_order_relaxed);
 	for (i = 0; i < MCS_MAX_NODES; i++) {
 		atomic_store_explicit(&s->nodes[i].next, NULL, memory_order_relaxed);
 		atomic_store_explicit(&s->nodes[i].locked, MCS_WAIT, memory_order_relaxed);

@@ -99,6 +99,11 @@ struct rqspin_thread {
 	 * lets the owner's slow path and other threads' searches skip the
 	 * cells in the usual case, where nobody releases our locks for us. */
 	_Atomic uint32_t nposted;
+	/* Releases by other threads of locks this thread holds past its
+	 * table (untracked: no entry to name), not yet consumed. They have
+	 * no cell, so the cells (one per tracked entry at most) never run
+	 * out; each also counts in nposted. */
+	_Atomic uint32_t released_untracked;
 	/* Destructor rounds our exit key has been set again for (thread_exit:
 	 * locks still held at exit may be released by later destructors). */
 	uint32_t exit_rounds;
