@@ -11,7 +11,12 @@
  *     Q take L once O lets go (before the fix Q got -ETIMEDOUT with H);
  *  2. a longer finite budget: the same with Q's budget Q_NS. Q still gets
  *     -ETIMEDOUT (O never lets go), but only after its own budget, not
- *     at H's.
+ *     at H's;
+ *  3. a shorter one behind a head without: P and H with UINT64_MAX, Q
+ *     with S_NS. Q must get -ETIMEDOUT while O still holds L (it asks H,
+ *     through the queue, to dissolve it: before the fix it waited as
+ *     long as H did, for ever here), and H must go on waiting and take
+ *     L after P once O lets go.
  * Afterwards the word is clean and the lock shared with exact mutual
  * exclusion.
  */
@@ -19,6 +24,7 @@
 
 #define H_NS (5 * RU_MS)
 #define Q_NS (150 * RU_MS)
+#define S_NS (10 * RU_MS)
 
 struct cast {
 	rqspinlock_t l;
@@ -27,7 +33,7 @@ struct cast {
 
 /* O takes L; P becomes the pending waiter, H the queue head, Q queued
  * behind H (each step waits until the word shows it). */
-static void line_up(struct cast *c, uint64_t q_timeout)
+static void line_up(struct cast *c, uint64_t h_timeout, uint64_t q_timeout)
 {
 	uint32_t tail_h;
 
@@ -36,7 +42,7 @@ static void line_up(struct cast *c, uint64_t q_timeout)
 	c->p.timeout = UINT64_MAX;
 	ru_actor_post(&c->p, RU_LOCK_TIMEOUT, &c->l);
 	RU_WAIT_FOR(ru_word(&c->l) & RU_PENDING_MASK, 30, "pending waiter");
-	c->h.timeout = H_NS;
+	c->h.timeout = h_timeout;
 	ru_actor_post(&c->h, RU_LOCK_TIMEOUT, &c->l);
 	RU_WAIT_FOR(ru_tail(&c->l) != 0, 30, "queue head");
 	tail_h = ru_tail(&c->l);
@@ -47,7 +53,7 @@ static void line_up(struct cast *c, uint64_t q_timeout)
 
 static void no_timeout_round(struct cast *c)
 {
-	line_up(c, UINT64_MAX);
+	line_up(c, H_NS, UINT64_MAX);
 	/* H's budget (2 x H_NS as the head) runs out: the owner sleeps. */
 	RU_CHECK_RET(ru_actor_wait(&c->h, 60), -ETIMEDOUT);
 	/* Q was aborted with the queue and must have queued again. */
@@ -66,7 +72,7 @@ static void longer_budget_round(struct cast *c)
 {
 	uint64_t q_ns;
 
-	line_up(c, Q_NS);
+	line_up(c, H_NS, Q_NS);
 	RU_CHECK_RET(ru_actor_wait(&c->h, 60), -ETIMEDOUT);
 	RU_CHECK_RET(ru_actor_wait(&c->q, 60), -ETIMEDOUT);
 	q_ns = ru_actor_elapsed(&c->q);
@@ -78,6 +84,26 @@ static void longer_budget_round(struct cast *c)
 	ru_actor_do(&c->o, RU_UNLOCK, &c->l);
 	RU_CHECK_RET(ru_actor_wait(&c->p, 60), 0);
 	ru_actor_do(&c->p, RU_UNLOCK, &c->l);
+	CHECK_EQ_U64(ru_word(&c->l), 0);
+}
+
+static void shorter_budget_round(struct cast *c)
+{
+	line_up(c, UINT64_MAX, S_NS);
+	/* O sleeps holding L throughout: only Q's own budget can end its
+	 * wait (30 s: a hang, not a bound). */
+	RU_CHECK_RET(ru_actor_wait(&c->q, 30), -ETIMEDOUT);
+	printf("the waiter with %.0f ms behind a head without a budget failed after %.1f ms\n",
+	       (double)S_NS / 1e6, (double)ru_actor_elapsed(&c->q) / 1e6);
+	CHECK(ru_actor_elapsed(&c->q) >= S_NS);
+	tu_sleep_us(50 * 1000);
+	CHECK(!ru_actor_is_done(&c->h));
+	CHECK(!ru_actor_is_done(&c->p));
+	ru_actor_do(&c->o, RU_UNLOCK, &c->l);
+	RU_CHECK_RET(ru_actor_wait(&c->p, 60), 0);
+	ru_actor_do(&c->p, RU_UNLOCK, &c->l);
+	RU_CHECK_RET(ru_actor_wait(&c->h, 60), 0);
+	ru_actor_do(&c->h, RU_UNLOCK, &c->l);
 	CHECK_EQ_U64(ru_word(&c->l), 0);
 }
 
@@ -108,6 +134,8 @@ int main(void)
 	for (int r = 0; r < 3; r++)
 		no_timeout_round(&c);
 	longer_budget_round(&c);
+	for (int r = 0; r < 3; r++)
+		shorter_budget_round(&c);
 
 	excl_lock = &c.l;
 	for (int i = 0; i < 2; i++)

@@ -47,14 +47,13 @@
  * cycle is closed by the last of its members to start waiting, and that
  * member finds it before waiting, so detection takes microseconds.
  *
- * Timeouts: the budget is T for the pending waiter, 2T for the queue head
- * and 4T for the no-queue fallback (more threads than the registry holds);
- * waiters queued behind the head leave the queue when the head's budget
- * runs out (in FIFO order): each fails with -ETIMEDOUT if its own budget T
- * has run out since it queued, else it queues again with what is left.
- * A queued waiter's own budget is looked at only then and once it is the
- * head or the pending waiter: behind a head with a longer budget it waits
- * as long as that head does.
+ * Timeouts: the budget is T for the pending waiter, 2T for a queued one
+ * (the head, and each waiter behind it, counted from when it queued) and
+ * 4T for the no-queue fallback (more threads than the registry holds).
+ * When the head's budget runs out, or a waiter behind it runs out of its
+ * own (it asks the head, through the queue), the queue dissolves in FIFO
+ * order: each waiter whose budget has run out fails with -ETIMEDOUT, the
+ * others queue again with what is left of theirs.
  * T is the process default (250 ms, see rqspin_set_default_timeout and the
  * RQSPIN_TIMEOUT_MS environment variable) unless given per call; a budget
  * too large to add to the clock (e.g. UINT64_MAX) means "no timeout,

@@ -57,6 +57,10 @@ _Static_assert(RQSPIN_SLOT_LIMIT + 1 <= (1u << RQSPIN__TAIL_SLOT_BITS), "slot+1 
 struct mcs_node {
 	_Atomic(struct mcs_node *) next;
 	_Atomic uint32_t locked;
+	/* Set by the waiter behind: a waiter whose own budget ran out asks
+	 * the head, from node to node, to dissolve the queue (slowpath.c,
+	 * queued_ask_abort). Cleared when the node queues. */
+	_Atomic uint32_t abort_req;
 } __attribute__((aligned(CACHELINE)));
 
 /* Slow-path event counters. Written by the owning thread (and its signal

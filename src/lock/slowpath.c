@@ -821,15 +821,52 @@ static inline bool steal_once(lockword_t *l, bool *dead, bool barge, uint8_t *to
 	return false;
 }
 
+/*
+ * A queued waiter's own budget. Only the head and the pending waiter watch
+ * the lock, so a waiter behind the head cannot fail by itself: it would
+ * leave a hole in the queue. Once its budget has run out (2T, as the
+ * head's, counted from when it queued) and the thread it waits for is
+ * stalled (stalled(), as for a head), it asks its predecessor to dissolve
+ * the queue, and a
+ * waiter asked by its successor passes the request on, until it reaches
+ * the head, which then leaves as on a timeout of its own (MCS_ABORT down
+ * the queue). Every waiter whose budget is left queues again
+ * (budget_left); the one that asked fails with -ETIMEDOUT. A node that
+ * hands over and queues elsewhere before a late request lands there
+ * dissolves that queue for nothing: its waiters queue again. Relaxed: the
+ * flag is a request, not data; the futex wake gets a parked predecessor
+ * to look at it. Returns true once we asked.
+ */
+static bool queued_ask_abort(struct waiter *w, struct mcs_node *node, struct mcs_node *prev)
+{
+	uint64_t now;
+
+	if (!prev)
+		return false;
+	if (!atomic_load_explicit(&node->abort_req, memory_order_relaxed)) {
+		now = rqs_arch_now_ns();
+		if (!w->deadline)
+			w->deadline = sat_add(w->start ? w->start : now, w->duration);
+		if (now < w->deadline || !stalled(w, now))
+			return false;
+	}
+	atomic_store_explicit(&prev->abort_req, 1, memory_order_relaxed);
+	rqs_futex_wake(&prev->locked);
+	return true;
+}
+
 /* Wait in the queue until the predecessor hands over (MCS_GO) or tells us
  * to leave (MCS_ABORT): spin, then sleep on our own node. A resilient
  * waiter sleeps at most one period at a time: when its predecessor is a
  * thread that vanished in fork() (a child that forked from a handler
  * interrupting this very wait), no hand-off will ever come, and it takes
- * the head's place itself (MCS_GO). */
-static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct rqspin_slot *prev)
+ * the head's place itself (MCS_GO); and between periods it keeps its own
+ * budget (queued_ask_abort). */
+static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct rqspin_slot *prev,
+			 struct mcs_node *prev_node)
 {
 	uint32_t spins, v, expect;
+	bool asked = false;
 
 	for (spins = 0; spins < w->spin_budget; spins++) {
 		/* acquire: pairs with the release exchange in mcs_handoff. */
@@ -851,6 +888,8 @@ static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct r
 	stat_inc(&w->self->stats.parked);
 	v = MCS_PARKED;
 	for (;;) {
+		if (w->res && !asked)
+			asked = queued_ask_abort(w, node, prev_node);
 		if (w->barge && v == MCS_WAIT) {
 			/* Woken early by the head (mcs_prewake): our turn
 			 * is near, poll. */
@@ -966,7 +1005,10 @@ static void queue_leave(struct waiter *w, struct mcs_node *node, uint32_t tail, 
  * wait step, else a barger that always wins that race would keep us from
  * ever asking for the hand-off (or timing out). Found by the SPIN model,
  * configuration barge-liveness. */
-static int head_wait(struct waiter *w, bool lost)
+/* head_wait(): a waiter behind us asked to dissolve the queue. */
+#define HEAD_ABORT_ASKED 2
+
+static int head_wait(struct waiter *w, bool lost, struct mcs_node *node)
 {
 	lockword_t *l = w->lock;
 	uint32_t val;
@@ -999,6 +1041,9 @@ static int head_wait(struct waiter *w, bool lost)
 			if (lock_free_or_dead(val))
 				return locked_dead(val);
 		}
+		/* relaxed: see queued_ask_abort. */
+		if (w->res && atomic_load_explicit(&node->abort_req, memory_order_relaxed))
+			return HEAD_ABORT_ASKED;
 		ret = wait_step(w);
 		if (ret)
 			return ret;
@@ -1157,26 +1202,26 @@ static int nonode_lock(struct waiter *w, bool *dead)
  * A waiter queued behind the head leaves when the head does, and with a
  * stall the head passes MCS_ABORT down the queue. That is the kernel's
  * rule, where every waiter has the same budget; here each call has its
- * own, and the head's may be the shorter one: a call whose own budget
- * has not run out since it queued (*first, set at its first queueing,
- * kept across requeues) queues again instead of failing, and a budget
- * too large to add to the clock never runs out ("no timeout"). The
- * requeue is a new attempt: it starts as a fresh lock call would, with
- * the budget that is left.
+ * own, and the head's may be the shorter one. A queued call's budget is
+ * the head's, 2T, counted from when it first queued (*until, the end of
+ * it, set then and kept across requeues; UINT64_MAX when too large to
+ * add to the clock: "no timeout"). A call whose budget has not run out
+ * queues again instead of failing: a new attempt, as a fresh lock call,
+ * with the budget that is left (rqspin_slowpath).
  */
-static bool budget_left(const struct waiter *w, uint64_t *first)
+static bool budget_left(const struct waiter *w, uint64_t *until)
 {
 	uint64_t now = rqs_arch_now_ns();
 
-	if (!*first)
-		*first = w->start ? w->start : now;
-	return sat_add(*first, w->timeout) == UINT64_MAX || now - *first < w->timeout;
+	if (!*until)
+		*until = sat_add(w->start ? w->start : now, sat_mul(w->timeout, 2));
+	return now < *until;
 }
 
 static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint32_t val,
 							 const bool res, const bool barge,
 							 bool steal, uint8_t *took, uint64_t timeout,
-							 uint64_t *first)
+							 uint64_t *until)
 {
 	struct rqspin_thread *self = registry_self();
 	struct deadlock_chain chain;
@@ -1365,6 +1410,7 @@ queue:
 	node = &slot_of(self)->nodes[idx];
 	atomic_store_explicit(&node->next, NULL, memory_order_relaxed);
 	atomic_store_explicit(&node->locked, MCS_WAIT, memory_order_relaxed);
+	atomic_store_explicit(&node->abort_req, 0, memory_order_relaxed);
 	tail = tail_encode(self->slot, idx);
 
 	if (steal && steal_once(lock, &dead, barge, &w.took)) {
@@ -1391,13 +1437,15 @@ queue:
 		/* Behind a thread that vanished in fork(): no hand-off will
 		 * come, and everything ahead of us is dead; we are the head
 		 * (ghost_repair clears what they left in the word). */
-		if (!(res && is_ghost(prev_slot)) && mcs_wait(&w, node, prev_slot) == MCS_ABORT) {
+		if (res) /* our own budget behind the head: the head's */
+			wait_begin(&w, sat_mul(timeout, 2));
+		if (!(res && is_ghost(prev_slot)) && mcs_wait(&w, node, prev_slot, prev) == MCS_ABORT) {
 			/* The head timed out and dissolves the queue; pass the
 			 * word on (kernel: -ETIMEDOUT since Nov 2025), then
 			 * fail, or queue again while our own budget lasts
 			 * (budget_left). */
 			w.event = RQSPIN_EV_TIMEOUT;
-			ret = res && budget_left(&w, first) ? REQUEUE : -ETIMEDOUT;
+			ret = res && budget_left(&w, until) ? REQUEUE : -ETIMEDOUT;
 			fail_withdraw(&w);
 			queue_leave(&w, node, tail, MCS_ABORT);
 			if (ret == REQUEUE) {
@@ -1416,7 +1464,25 @@ queue:
 	wait_begin(&w, sat_mul(timeout, 2));
 	lost = false;
 head_again:
-	ret = head_wait(&w, lost);
+	ret = head_wait(&w, lost, node);
+	if (res && ret == HEAD_ABORT_ASKED) {
+		/* As on a timeout of ours (below), but only the waiter that
+		 * asked has run out of budget: we queue again, unless ours
+		 * has run out too. */
+		if (w.have_pending)
+			clear_pending(lock);
+		w.have_pending = false;
+		w.event = RQSPIN_EV_TIMEOUT;
+		ret = budget_left(&w, until) ? REQUEUE : -ETIMEDOUT;
+		fail_withdraw(&w);
+		queue_leave(&w, node, tail, MCS_ABORT);
+		if (ret == REQUEUE) {
+			atomic_signal_fence(memory_order_seq_cst);
+			self->nesting = idx;
+			return REQUEUE;
+		}
+		goto err_release_node;
+	}
 	if (res && ret < 0) {
 		if (w.have_pending)
 			clear_pending(lock);
@@ -1536,19 +1602,21 @@ static __attribute__((always_inline)) inline int rqspin_slowpath(rqspinlock_t *l
 								 const bool barge, bool steal,
 								 uint8_t *took)
 {
-	uint64_t t = timeout_ns ? timeout_ns : rqs_lock_default_timeout(), first = 0, spent;
+	uint64_t t = timeout_ns ? timeout_ns : rqs_lock_default_timeout(), until = 0, now;
 	struct rqspin_thread *self;
 	int ret;
 
 	if (!(val & RQSPIN__PSHARED_MARK)) {
-		while ((ret = slowpath(&lock->w, val, true, barge, steal, took, t, &first)) ==
+		while ((ret = slowpath(&lock->w, val, true, barge, steal, took, t, &until)) ==
 		       REQUEUE) {
 			/* As a new lock call: the entry back on top (withdrawn
-			 * with the wait), the budget that is left. */
+			 * with the wait), the budget that is left (2T of it
+			 * as a queued waiter, see budget_left). */
 			rqspin__held_push(&registry_self()->hot, lock);
-			spent = rqs_arch_now_ns() - first;
-			if (sat_add(first, t) != UINT64_MAX)
-				t = spent < t ? t - spent : 1;
+			if (until != UINT64_MAX) {
+				now = rqs_arch_now_ns();
+				t = until > now + 1 ? (until - now) / 2 : 1;
+			}
 			val = word_load(&lock->w, memory_order_relaxed);
 		}
 		return ret;
