@@ -51,9 +51,11 @@
  * (the head, and each waiter behind it, counted from when it queued) and
  * 4T for the no-queue fallback (more threads than the registry holds).
  * When the head's budget runs out, or a waiter behind it runs out of its
- * own (it asks the head, through the queue), the queue dissolves in FIFO
- * order: each waiter whose budget has run out fails with -ETIMEDOUT, the
- * others queue again with what is left of theirs.
+ * own while the thread waited for is blocked or stopped (it asks the head,
+ * through the queue, and the head looks again), the queue dissolves in
+ * FIFO order: each waiter whose budget has run out fails with -ETIMEDOUT,
+ * the others queue again with what is left of theirs. (A waiter behind
+ * the head leaves a running owner to the head's judgement below.)
  * T is the process default (250 ms, see rqspin_set_default_timeout and the
  * RQSPIN_TIMEOUT_MS environment variable) unless given per call; a budget
  * too large to add to the clock (e.g. UINT64_MAX) means "no timeout,
@@ -84,11 +86,12 @@
  * if the owner runs) instead of -EDEADLK, and a blocked holder of one of
  * them is timed by wall clock. No entry outlives its lock: thread exit
  * marks owner-dead only the locks the thread still holds. A thread that
- * exits holding untracked locks leaves them counted, not named: a waiter
- * that finds a lock held by nobody at its deadline (two looks 1 ms apart)
- * takes it over with -EOWNERDEAD, unless some live thread holds untracked
- * locks too (it could be their holder: -ETIMEDOUT, as before) or has no
- * registry slot.
+ * exits holding untracked locks leaves them counted, not named: the
+ * pending waiter of a lock held by nobody at its deadline (two looks 1 ms
+ * apart) takes it over with -EOWNERDEAD, unless some live thread holds
+ * untracked locks too (it could be their holder: -ETIMEDOUT, as before) or
+ * has no registry slot. A cross-thread unlock of such a lock counts as
+ * the release of one of them.
  *
  * Cross-thread unlock: a lock may be released by a thread other than the
  * one that took it; the owner's entry is dropped (posted to the owner,

@@ -609,11 +609,25 @@ void rqspin__unlock_slow(struct rqspin__thread_hot *hot, void *lock)
 	}
 	/* No table names it, and we hold nothing untracked: the hold is
 	 * untracked in another thread's table (past it, or moved into it as
-	 * NULL). With exactly one such thread, it is the owner: its count
-	 * must go too, or it keeps a phantom hold for good (and every cross-
-	 * thread unlock it makes waits out foreign_owner's bound). */
-	if (!holds_untracked(self))
-		owner = untracked_owner(self);
+	 * NULL), or an exited thread's (an orphan). An orphan's release is
+	 * credited to the orphans first: crediting a live thread with it
+	 * would hide one of that thread's real holds from orphan_repair
+	 * (slowpath.c), which could then mark that lock owner-dead under it;
+	 * a live thread's release credited to an orphan only leaves it a
+	 * phantom hold (safe: it keeps repairs away, and slows its own
+	 * cross-thread unlocks). Else, with exactly one such live thread, it
+	 * is the owner: its count must go too, or it keeps a phantom hold
+	 * for good (and every cross-thread unlock it makes waits out
+	 * foreign_owner's bound). Not with a thread whose table nobody can
+	 * read (slotless): the hold may be its. */
+	if (!holds_untracked(self)) {
+		if (rqs_held_orphan_take()) {
+			release_word(lock);
+			return;
+		}
+		if (!rqs_registry_has_slotless())
+			owner = untracked_owner(self);
+	}
 	if (owner) {
 		post_untracked(owner);
 		release_word(lock);

@@ -393,23 +393,29 @@ static bool orphan_repair(struct waiter *w)
 	lockword_t *l = w->lock;
 	uint32_t val;
 
-	if (!w->res || !rqs_held_orphans())
+	/* Only the pending waiter, the one thread that may take the lock
+	 * once it is free (in barging mode, once it asked for the hand-off):
+	 * between our look and our CAS the lock cannot pass to a new holder
+	 * (a cross-thread unlock of the orphan frees it; then the CAS fails). */
+	if (!w->res || !w->have_pending || (w->barge && !w->handoff_asked) || !rqs_held_orphans())
 		return false;
 	store_load_fence();
 	val = word_load(l, memory_order_relaxed);
 	if ((val & RQSPIN__LOCKED_MASK) != RQSPIN__LOCKED_VAL || (val & RQSPIN__PSHARED_MARK))
 		return false;
-	if (rqs_deadlock_holder(w->self, l) || rqs_deadlock_live_taker(w->self, l) ||
+	/* The taker first: one that takes the lock shows its hold before it
+	 * withdraws its wait (slowpath's done:), so it cannot slip between
+	 * the two looks. */
+	if (rqs_deadlock_live_taker(w->self, l) || rqs_deadlock_holder(w->self, l) ||
 	    rqs_held_untracked_anywhere() || rqs_registry_has_slotless())
 		return false;
 	atomic_thread_fence(memory_order_acquire);
 	if (!rqs_held_orphan_take())
 		return false;
-	while ((val & RQSPIN__LOCKED_MASK) == RQSPIN__LOCKED_VAL) {
-		if (word_cas(l, &val, (val & ~RQSPIN__LOCKED_MASK) | RQSPIN__LOCKED_OWNER_DEAD,
-			     memory_order_release))
-			return true;
-	}
+	/* One CAS, from the word we looked at. */
+	if (word_cas(l, &val, (val & ~RQSPIN__LOCKED_MASK) | RQSPIN__LOCKED_OWNER_DEAD,
+		     memory_order_release))
+		return true;
 	rqs_held_orphan_return();
 	return false;
 }
@@ -822,37 +828,64 @@ static inline bool steal_once(lockword_t *l, bool *dead, bool barge, uint8_t *to
 }
 
 /*
+ * Is the thread this wait depends on (blocker_of) blocked or stopped,
+ * and still the one after that look? The stall test for waiters that see
+ * the lock only now and then (a queued waiter, between its naps) or act
+ * for another (a head asked to dissolve its queue): a running blocker,
+ * one found by nobody's table, or one gone, are the pending waiter's and
+ * the head's to judge over time (stalled): sampled a millisecond apart in
+ * a moving queue, one thread may be the holder at both looks after
+ * thousands of hand-overs in between.
+ */
+static bool blocker_blocked(struct waiter *w)
+{
+	const struct rqspin_thread *b = blocker_of(w);
+	pid_t tid;
+	char state;
+
+	if (!b)
+		return false;
+	tid = atomic_load_explicit(&b->tid, memory_order_relaxed);
+	state = rqs_stall_thread_state(tid);
+	if (state == 0 || state == 'Z' || state == 'X' || state == 'R')
+		return false;
+	return blocker_of(w) == b && atomic_load_explicit(&b->tid, memory_order_relaxed) == tid;
+}
+
+/*
  * A queued waiter's own budget. Only the head and the pending waiter watch
  * the lock, so a waiter behind the head cannot fail by itself: it would
  * leave a hole in the queue. Once its budget has run out (2T, as the
- * head's, counted from when it queued) and the thread it waits for is
- * stalled (stalled(), as for a head), it asks its predecessor to dissolve
- * the queue, and a
- * waiter asked by its successor passes the request on, until it reaches
- * the head, which then leaves as on a timeout of its own (MCS_ABORT down
- * the queue). Every waiter whose budget is left queues again
- * (budget_left); the one that asked fails with -ETIMEDOUT. A node that
- * hands over and queues elsewhere before a late request lands there
- * dissolves that queue for nothing: its waiters queue again. Relaxed: the
- * flag is a request, not data; the futex wake gets a parked predecessor
- * to look at it. Returns true once we asked.
+ * head's, counted from when it queued) while the thread it waits for is
+ * blocked or stopped (blocker_blocked), it asks its predecessor to
+ * dissolve the queue; a waiter asked by its successor passes the request
+ * on (and clears its own flag, so that a later request goes through too),
+ * until it reaches the head. The head looks at the blocker itself, then
+ * leaves as on a timeout of its own (MCS_ABORT down the queue), or drops
+ * a request that came too late. Every waiter whose budget is left queues
+ * again (budget_left); those whose budget ran out fail with -ETIMEDOUT.
+ * We ask again at each nap while our budget is out and the blocker
+ * blocked: the head may have dropped an earlier request. A node that
+ * hands over and queues elsewhere before a late request lands there has
+ * its head look at that other queue's blocker: nothing happens unless it
+ * is blocked. Relaxed: the flag is a request, not data; the futex wake
+ * gets a parked predecessor to look at it.
  */
-static bool queued_ask_abort(struct waiter *w, struct mcs_node *node, struct mcs_node *prev)
+static void queued_ask_abort(struct waiter *w, struct mcs_node *node, struct mcs_node *prev)
 {
 	uint64_t now;
 
 	if (!prev)
-		return false;
-	if (!atomic_load_explicit(&node->abort_req, memory_order_relaxed)) {
+		return;
+	if (!atomic_exchange_explicit(&node->abort_req, 0, memory_order_relaxed)) {
 		now = rqs_arch_now_ns();
 		if (!w->deadline)
 			w->deadline = sat_add(w->start ? w->start : now, w->duration);
-		if (now < w->deadline || !stalled(w, now))
-			return false;
+		if (now < w->deadline || !blocker_blocked(w))
+			return;
 	}
 	atomic_store_explicit(&prev->abort_req, 1, memory_order_relaxed);
 	rqs_futex_wake(&prev->locked);
-	return true;
 }
 
 /* Wait in the queue until the predecessor hands over (MCS_GO) or tells us
@@ -866,7 +899,6 @@ static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct r
 			 struct mcs_node *prev_node)
 {
 	uint32_t spins, v, expect;
-	bool asked = false;
 
 	for (spins = 0; spins < w->spin_budget; spins++) {
 		/* acquire: pairs with the release exchange in mcs_handoff. */
@@ -888,8 +920,8 @@ static uint32_t mcs_wait(struct waiter *w, struct mcs_node *node, const struct r
 	stat_inc(&w->self->stats.parked);
 	v = MCS_PARKED;
 	for (;;) {
-		if (w->res && !asked)
-			asked = queued_ask_abort(w, node, prev_node);
+		if (w->res)
+			queued_ask_abort(w, node, prev_node);
 		if (w->barge && v == MCS_WAIT) {
 			/* Woken early by the head (mcs_prewake): our turn
 			 * is near, poll. */
@@ -1042,7 +1074,9 @@ static int head_wait(struct waiter *w, bool lost, struct mcs_node *node)
 				return locked_dead(val);
 		}
 		/* relaxed: see queued_ask_abort. */
-		if (w->res && atomic_load_explicit(&node->abort_req, memory_order_relaxed))
+		if (w->res && atomic_load_explicit(&node->abort_req, memory_order_relaxed) &&
+		    atomic_exchange_explicit(&node->abort_req, 0, memory_order_relaxed) &&
+		    blocker_blocked(w))
 			return HEAD_ABORT_ASKED;
 		ret = wait_step(w);
 		if (ret)
