@@ -9,7 +9,13 @@
  *     be refused (-EIDRM), not linked into a swept bucket, where a later
  *     owner_destroy would find a freed map. map_destroy itself does not
  *     wait for this thread's section.
- *  2. Create/destroy cycles, each map holding a value of a live owner, then
+ *  2. Deletes racing map_destroy (misuse too): a thread deletes the values
+ *     of the map being destroyed, in a read section, while the sweep
+ *     unlinks them from the map's buckets. A delete that finds a value
+ *     whose map side the sweep already unlinked must not unlink it again
+ *     (before the fix: a write through the cleared link, SIGSEGV in most
+ *     runs); the owners' other values stay as they were.
+ *  3. Create/destroy cycles, each map holding a value of a live owner, then
  *     the leak check (maps are freed after a grace period, without
  *     map_destroy waiting for one: 20 000 cycles take well under a
  *     second, where waiting for a grace period and a barrier in each
@@ -69,6 +75,71 @@ static void racing_create(void)
 	rqspin_storage_map_destroy(other);
 }
 
+#define DEL_OWNERS 2000
+
+static struct rqspin_storage_owner del_owner[DEL_OWNERS];
+static struct rqspin_storage_map *_Atomic del_map;
+static _Atomic int del_stop;
+static _Atomic uint64_t del_done;
+
+static void *deleter(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&del_stop)) {
+		struct rqspin_storage_map *m;
+
+		rqspin_storage_read_lock();
+		m = atomic_load(&del_map);
+		for (int i = 0; m && i < DEL_OWNERS; i++) {
+			int r = rqspin_storage_delete(m, &del_owner[i]);
+
+			CHECK(r == 0 || r == -ENOENT || r == -EIDRM);
+			if (r == 0)
+				atomic_fetch_add(&del_done, 1);
+		}
+		rqspin_storage_read_unlock();
+	}
+	return NULL;
+}
+
+static void racing_delete(void)
+{
+	struct rqspin_storage_map *keep = rqspin_storage_map_create(8, 0);
+	unsigned rounds = TU_ITERS(200u);
+	pthread_t t;
+
+	CHECK(keep);
+	/* A first value elsewhere, so that the racing map's values sit in
+	 * the owners' indexes. */
+	for (uint64_t i = 0; i < DEL_OWNERS; i++)
+		CHECK(rqspin_storage_update(keep, &del_owner[i], &i, RQSPIN_STORAGE_NOEXIST) == 0);
+	t = tu_thread_start(deleter, NULL);
+	for (unsigned r = 0; r < rounds; r++) {
+		struct rqspin_storage_map *m = rqspin_storage_map_create(8, 0);
+		uint64_t v = r;
+
+		CHECK(m);
+		for (int i = 0; i < DEL_OWNERS; i++)
+			CHECK(rqspin_storage_update(m, &del_owner[i], &v, RQSPIN_STORAGE_NOEXIST) == 0);
+		atomic_store(&del_map, m);
+		rqspin_storage_map_destroy(m);
+		atomic_store(&del_map, NULL);
+		/* The deleter's section that may still hold m ends. */
+		rqspin_storage_synchronize();
+	}
+	atomic_store(&del_stop, 1);
+	tu_thread_join(t);
+	for (uint64_t i = 0; i < DEL_OWNERS; i++) {
+		uint64_t v;
+
+		CHECK(rqspin_storage_lookup_copy(keep, &del_owner[i], &v) == 0 && v == i);
+		rqspin_storage_owner_destroy(&del_owner[i]);
+	}
+	rqspin_storage_map_destroy(keep);
+	printf("deletes racing map_destroy: %u rounds, %llu values deleted by the racer\n", rounds,
+	       (unsigned long long)atomic_load(&del_done));
+}
+
 int main(void)
 {
 	struct rqspin_storage_owner o = RQSPIN_STORAGE_OWNER_INIT;
@@ -78,6 +149,9 @@ int main(void)
 	tu_watchdog(60);
 	base = live_bytes();
 	racing_create();
+	CHECK_EQ_U64(live_bytes(), base);
+	racing_delete();
+	rqspin_storage_barrier();
 	CHECK_EQ_U64(live_bytes(), base);
 	for (unsigned i = 0; i < cycles; i++) {
 		struct rqspin_storage_map *m = rqspin_storage_map_create(8 + 8 * (i % 4), 0);

@@ -70,7 +70,8 @@
  * before destroy returns, or in a signal handler that interrupted either)
  * ends in -EIDRM or in a value that the destruction frees, never in a
  * value left behind; and a creation racing map_destroy gets -EIDRM or a
- * value that map_destroy frees. A call that may race an owner's
+ * value that map_destroy frees (a delete racing it removes the value or
+ * finds none, inside a read-side section). A call that may race an owner's
  * destruction (on another thread, or interrupted by a handler that
  * destroys the owner) must run inside a read-side section
  * (rqspin_storage_read_lock): rqspin_storage_get reads the owner's storage
@@ -145,7 +146,8 @@ RQSPIN_API struct rqspin_storage_map *rqspin_storage_map_create(size_t value_siz
  * Does not wait for a grace period: the values and the map itself are
  * freed after one, on liburcu's call_rcu thread (rqspin_storage_barrier
  * waits until they are). Creations in the map that race with it (misuse)
- * get -EIDRM. Its id may be reused by the next map at once. NULL is
+ * get -EIDRM; deletes that race with it (misuse, inside a read-side
+ * section) remove the owner's value or return -ENOENT. Its id may be reused by the next map at once. NULL is
  * ignored. NOT async-signal-safe (takes every bucket lock, retrying
  * timeouts); must not be called inside a read-side section (aborts with a
  * message).

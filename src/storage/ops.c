@@ -497,7 +497,13 @@ RQSPIN_API int rqspin_storage_delete(struct rqspin_storage_map *map,
 		b = st_bucket_of(map, l);
 		ret = rqspin_lock(&b->lock);
 		if (st_lock_ok(ret)) {
-			rqs_st_unlink_map_locked(e);
+			/* The map side may be done already: a delete racing
+			 * the map's destruction (misuse, storage.h), whose
+			 * sweep unlinks every element under this lock. The
+			 * storage side is still ours. relaxed: the bit is set
+			 * under the bucket lock we hold. */
+			if (!(atomic_load_explicit(&e->state, memory_order_relaxed) & ST_MAP_UNLINKED))
+				rqs_st_unlink_map_locked(e);
 			rqs_st_bucket_unlock(b);
 			rqs_st_storage_remove(l, e, map);
 			/* acq_rel: see rqs_st_unlink_map_locked. We did both sides. */
