@@ -52,6 +52,12 @@
  * this thread, including a call of this API on the same owner or map: it
  * then returns -EDEADLK (or succeeds), it never deadlocks. Creating a value
  * in a map made with RQSPIN_STORAGE_MAP_F_MALLOC is the exception (malloc).
+ * A second one, liburcu-bp's: a thread that used storage is unregistered
+ * by liburcu-bp's thread-exit destructor, which takes an internal mutex
+ * with signals unblocked; a handler that makes a storage call on that
+ * thread then registers it again and waits for that mutex for ever. A
+ * thread whose handlers use storage must block those signals (or disarm
+ * its per-thread timers) before it exits.
  *
  * ThreadSanitizer: liburcu is not instrumented, so a program built with
  * -fsanitize=thread gets reports from inside liburcu's call_rcu bookkeeping;
