@@ -1252,6 +1252,21 @@ static bool budget_left(const struct waiter *w, uint64_t *until)
 	return now < *until;
 }
 
+/* The queue dissolves (our timeout as its head, the head's, or one that a
+ * waiter asked for): leave it, passing MCS_ABORT on. REQUEUE while our
+ * budget lasts, else -ETIMEDOUT. */
+static int queue_abort_leave(struct waiter *w, struct mcs_node *node, uint32_t tail,
+			     uint64_t *until)
+{
+	int ret;
+
+	w->event = RQSPIN_EV_TIMEOUT;
+	ret = w->res && budget_left(w, until) ? REQUEUE : -ETIMEDOUT;
+	fail_withdraw(w);
+	queue_leave(w, node, tail, MCS_ABORT);
+	return ret;
+}
+
 static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint32_t val,
 							 const bool res, const bool barge,
 							 bool steal, uint8_t *took, uint64_t timeout,
@@ -1478,15 +1493,9 @@ queue:
 			 * word on (kernel: -ETIMEDOUT since Nov 2025), then
 			 * fail, or queue again while our own budget lasts
 			 * (budget_left). */
-			w.event = RQSPIN_EV_TIMEOUT;
-			ret = res && budget_left(&w, until) ? REQUEUE : -ETIMEDOUT;
-			fail_withdraw(&w);
-			queue_leave(&w, node, tail, MCS_ABORT);
-			if (ret == REQUEUE) {
-				atomic_signal_fence(memory_order_seq_cst);
-				self->nesting = idx;
-				return REQUEUE;
-			}
+			ret = queue_abort_leave(&w, node, tail, until);
+			if (ret == REQUEUE)
+				goto requeue;
 			goto err_release_node;
 		}
 	}
@@ -1506,15 +1515,9 @@ head_again:
 		if (w.have_pending)
 			clear_pending(lock);
 		w.have_pending = false;
-		w.event = RQSPIN_EV_TIMEOUT;
-		ret = budget_left(&w, until) ? REQUEUE : -ETIMEDOUT;
-		fail_withdraw(&w);
-		queue_leave(&w, node, tail, MCS_ABORT);
-		if (ret == REQUEUE) {
-			atomic_signal_fence(memory_order_seq_cst);
-			self->nesting = idx;
-			return REQUEUE;
-		}
+		ret = queue_abort_leave(&w, node, tail, until);
+		if (ret == REQUEUE)
+			goto requeue;
 		goto err_release_node;
 	}
 	if (res && ret < 0) {
@@ -1587,6 +1590,10 @@ done:
 	}
 	return 0;
 
+requeue:
+	atomic_signal_fence(memory_order_seq_cst);
+	self->nesting = idx;
+	return REQUEUE;
 err_release_node:
 	atomic_signal_fence(memory_order_seq_cst);
 	self->nesting = idx;
