@@ -655,10 +655,13 @@ RQSPIN_API ALLOC_FN void rqspin_free_nolock(void *p)
 	ALLOC_TEST_HOOK(HOOK_FREE, c);
 	old = pg->free;
 	/* old == b: a second free right after the first. The 8-byte class
-	 * (no room for a canary) takes the general path, which also looks
-	 * at the page's remote list. */
+	 * has no room for a canary: the head of the page's remote list is
+	 * the other object whose second free can be told (see free_remote);
+	 * debug builds check its free bits on the general path. */
 	if (RQS_UNLIKELY(page_block_index(pg, a) == UINT32_MAX || old == b || SAN_FREE_GENERAL ||
-		     c == 0))
+		     (c == 0 && (RQSPIN_ALLOC_DEBUG ||
+				 (atomic_load_explicit(&pg->xfree, memory_order_relaxed) &
+				  XFREE_PTR_MASK) == a))))
 		goto general;
 	if (c != 0) {
 		uint64_t k = block_canary(b);
