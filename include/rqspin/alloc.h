@@ -38,8 +38,9 @@
  * small-object segments (interior pointers, pointers into free pages, a
  * second free of an object of 16 bytes or more while the object is still
  * free, and of an 8-byte object when it is the last one freed into its
- * page, by its owner thread or by another), and for other pointers when they are at the offset where a large
- * object would start (a header check). In a debug build of the library
+ * page, by its owner thread or by another), and for other pointers when
+ * they are at the offset where a large object would start (a header
+ * check). In a debug build of the library
  * (NDEBUG not defined) such a call writes a message to stderr and aborts;
  * in a release build it does nothing (the object is left alone, the call is
  * counted in rqspin_alloc_stats.bad_frees). Debug builds also catch every

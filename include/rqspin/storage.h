@@ -153,8 +153,8 @@ RQSPIN_API struct rqspin_storage_map *rqspin_storage_map_create(size_t value_siz
  * freed after one, on liburcu's call_rcu thread (rqspin_storage_barrier
  * waits until they are). Creations in the map that race with it (misuse)
  * get -EIDRM; deletes that race with it (misuse, inside a read-side
- * section) remove the owner's value or return -ENOENT. Its id may be reused by the next map at once. NULL is
- * ignored. NOT async-signal-safe (takes every bucket lock, retrying
+ * section) remove the owner's value or return -ENOENT. Its id may be
+ * reused by the next map at once. NULL is ignored. NOT async-signal-safe (takes every bucket lock, retrying
  * timeouts); must not be called inside a read-side section (aborts with a
  * message).
  */

@@ -255,8 +255,10 @@ void rqs_held_drain_slow(struct rqspin_thread *self)
 		atomic_store_explicit(&self->released[c], NULL, memory_order_release);
 		atomic_fetch_sub_explicit(&self->nposted, 1, memory_order_relaxed);
 	}
-	/* Releases of our untracked holds (post_untracked). acquire: pairs
-	 * with the poster's release increment, as for the cells. */
+	/* Releases of our untracked holds (post_untracked). The count
+	 * publishes nothing: the order that matters (the post before the
+	 * lock is free) is the poster's; acquire only keeps this exchange
+	 * after the nposted load that brought us here. */
 	c = atomic_exchange_explicit(&self->released_untracked, 0, memory_order_acquire);
 	if (c) {
 		for (i = 0; i < c; i++)

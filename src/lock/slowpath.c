@@ -1031,15 +1031,15 @@ static void queue_leave(struct waiter *w, struct mcs_node *node, uint32_t tail, 
 	mcs_handoff(wait_next(w, node), v);
 }
 
+/* head_wait(): a waiter behind us asked to dissolve the queue. */
+#define HEAD_ABORT_ASKED 2
+
 /* Queue head: take the pending bit (after any pending waiter has taken
  * the lock), then wait for the locked byte to clear. lost: barging mode,
  * a barger took the lock between our look and our claim; that counts as a
  * wait step, else a barger that always wins that race would keep us from
  * ever asking for the hand-off (or timing out). Found by the SPIN model,
  * configuration barge-liveness. */
-/* head_wait(): a waiter behind us asked to dissolve the queue. */
-#define HEAD_ABORT_ASKED 2
-
 static int head_wait(struct waiter *w, bool lost, struct mcs_node *node)
 {
 	lockword_t *l = w->lock;
@@ -1330,7 +1330,7 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 	 * (pending or queued) we stop and follow the kernel's order. */
 	if (!barge && val == RQSPIN__LOCKED_VAL) {
 		bool timed = !(res && w.tok.holding);
-		uint64_t until = 0, now;
+		uint64_t watch_end = 0, now;
 
 		for (i = 1; val == RQSPIN__LOCKED_VAL; i++) {
 			arch_cpu_relax();
@@ -1347,11 +1347,11 @@ static __attribute__((always_inline)) inline int slowpath(lockword_t *lock, uint
 			if (!timed)
 				continue;
 			now = rqs_arch_now_ns();
-			if (!until) {
-				until = now + ENTRY_WATCH_NS;
+			if (!watch_end) {
+				watch_end = now + ENTRY_WATCH_NS;
 				/* Longer than a hand-over: a wait (held.h). */
 				wait_mark(&w);
-			} else if (now >= until) {
+			} else if (now >= watch_end) {
 				break;
 			}
 		}
