@@ -88,6 +88,12 @@ rqspin_add_test(NAME alloc_page_empty SOURCES alloc_page_empty.c
 rqspin_add_test(NAME alloc_page_empty_debug SOURCES alloc_page_empty.c LIBS rqspin_alloc_debug
   TIMEOUT 60 LABELS alloc unit)
 
+# The pool of empty pages keeps up to 256 resident while pages keep being
+# retired and gives the excess back after a second, or at a thread's exit
+# (deterministic, through the statistics).
+rqspin_add_test(NAME alloc_pool_decay SOURCES alloc_pool_decay.c
+  TIMEOUT 60 LABELS alloc unit)
+
 # Exited threads' memory goes back without a trim (remote frees into their
 # abandoned heaps collect them). `alloc_exit_rss 10000 [--glibc]` prints
 # the RSS figures.

@@ -80,8 +80,10 @@
  * Empty pages. A page that becomes empty (and is not its class's current
  * page) goes to the heap's cache of 4 pages, then to the shared pool
  * (pool.c: two lock-free stacks of page ids with 40-bit ABA tags, "dirty"
- * = still resident and "clean" = given back). Once the dirty stack holds
- * 64 pages (4 MiB), further pages are madvised before they are pushed.
+ * = still resident and "clean" = given back). The dirty stack keeps 64
+ * pages (4 MiB) for good and up to 256 (16 MiB) while pages keep being
+ * retired; the pages beyond 64 are madvised after a second above it, or
+ * at once when a thread exits or on a trim.
  * The current page is never released on a free, and pages are recycled
  * from the caches first, so an alloc/free loop at a page boundary does no
  * system calls.

@@ -449,6 +449,8 @@ void rqs_pool_count_live(int64_t live[NCLASSES]);
 struct page *rqs_pool_get(void);
 void rqs_pool_put(struct page *pg);
 size_t rqs_pool_trim(void);
+/* Give back the dirty pages beyond those kept for good; the bytes. */
+size_t rqs_pool_shrink(void);
 void rqs_page_init(struct page *pg, struct heap *owner, unsigned c);
 void rqs_segmap_init(void);
 

@@ -13,19 +13,32 @@
  *
  * Two stacks: "dirty" pages are still resident, "clean" ones have been
  * given back to the OS (madvise) or never touched. Pages are taken dirty
- * first. Once the dirty stack holds POOL_DIRTY_MAX pages, further empty
- * pages are given back before they are pushed.
+ * first. The dirty stack keeps POOL_DIRTY_KEEP pages for good and up to
+ * POOL_DIRTY_MAX while the program keeps retiring pages: pages beyond
+ * KEEP are given back once the stack has stayed above KEEP for
+ * POOL_DECAY_NS (a few per retire, by whoever retires), at once when a
+ * heap is collected (thread exit, reaping, rqspin_alloc_trim), and a page
+ * that would make the stack exceed MAX is given back before it is pushed.
  */
 #include <errno.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "alloc/alloc_internal.h"
 #include "valgrind/vg.h"
 
-/* 4 MiB of resident empty pages, shared. At 2 MiB, larson-like loads (random
- * sizes, random frees by other threads) gave a page back and faulted it in
- * again for most page switches: each madvise costs a TLB shootdown. */
-#define POOL_DIRTY_MAX 64u
+/* 4 MiB of resident empty pages kept for good, shared. At 2 MiB, larson-like
+ * loads (random sizes, random frees by other threads) gave a page back and
+ * faulted it in again for most page switches: each madvise costs a TLB
+ * shootdown. Up to 16 MiB while pages keep being retired: with a fixed 4
+ * MiB the churn suite's four threads madvised about 200 pages per run and
+ * faulted them in again (about 12% of its CPU time, page faults and TLB
+ * shootdowns); with 16 MiB, 4 madvises. The decay is jemalloc's idea (its
+ * dirty pages decay over 10 s); one second here. */
+#define POOL_DIRTY_KEEP 64u
+#define POOL_DIRTY_MAX 256u
+#define POOL_DECAY_NS 1000000000ull
+#define POOL_PURGE_BATCH 8u
 #define ID_BITS 24u
 #define ID_MASK ((1ull << ID_BITS) - 1)
 #define REAP_PER_REFILL 4u
@@ -36,6 +49,10 @@ _Atomic uint64_t rqs_alloc_segmap[SEG_UNITS / 64];
 static _Atomic(struct segment *) segtab[MAX_SEGS];
 static _Atomic uint32_t seg_bump;
 static _Atomic uint64_t pool_dirty_head, pool_clean_head;
+/* CLOCK_MONOTONIC_COARSE time at which the dirty stack was first seen
+ * above POOL_DIRTY_KEEP by a retire; 0 while it is not above. Relaxed
+ * everywhere: it only decides when to give memory back. */
+static _Atomic uint64_t pool_over_since;
 
 void rqs_segmap_init(void)
 {
@@ -177,7 +194,10 @@ struct page *rqs_pool_get(void)
 	for (round = 0; round < 2; round++) {
 		pg = stack_pop(&pool_dirty_head);
 		if (pg) {
-			atomic_fetch_sub_explicit(&rqs_alloc_gstats.pool_dirty, 1, memory_order_relaxed);
+			/* Back at KEEP: a later excursion above it decays anew. */
+			if (atomic_fetch_sub_explicit(&rqs_alloc_gstats.pool_dirty, 1,
+						      memory_order_relaxed) <= POOL_DIRTY_KEEP + 1)
+				atomic_store_explicit(&pool_over_since, 0, memory_order_relaxed);
 			return pg;
 		}
 		pg = stack_pop(&pool_clean_head);
@@ -204,35 +224,88 @@ static void page_decommit(struct page *pg)
 	count_shared(&rqs_alloc_gstats.madvise_calls, 1);
 }
 
+static void push_clean(struct page *pg)
+{
+	page_decommit(pg);
+	atomic_store_explicit(&pg->clean, 1, memory_order_relaxed);
+	count_shared(&rqs_alloc_gstats.pool_clean, 1);
+	stack_push(&pool_clean_head, pg, pg);
+}
+
+/* Give back dirty pages while the stack holds more than keep, at most max
+ * of them; returns the bytes given back. One page at a time: each is ours
+ * while we madvise it. The count is a snapshot: with pushes and pops
+ * racing, a few pages more or less go. */
+static size_t pool_purge(uint64_t keep, uint64_t max)
+{
+	size_t n = 0;
+	struct page *pg;
+
+	while (max-- > 0 &&
+	       atomic_load_explicit(&rqs_alloc_gstats.pool_dirty, memory_order_relaxed) > keep &&
+	       (pg = stack_pop(&pool_dirty_head)) != NULL) {
+		atomic_fetch_sub_explicit(&rqs_alloc_gstats.pool_dirty, 1, memory_order_relaxed);
+		push_clean(pg);
+		n += PAGE_SIZE;
+	}
+	return n;
+}
+
+/* The dirty stack is above KEEP: start its clock, or, once it has stayed
+ * above for POOL_DECAY_NS, give back a batch. clock_gettime is
+ * async-signal-safe (POSIX), and with the coarse clock a vDSO read. */
+static void pool_decay(void)
+{
+	uint64_t since = atomic_load_explicit(&pool_over_since, memory_order_relaxed), now;
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+		return;
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + 1; /* never 0 */
+	if (!since) {
+		atomic_compare_exchange_strong_explicit(&pool_over_since, &since, now,
+							memory_order_relaxed, memory_order_relaxed);
+		return;
+	}
+	if (now - since < POOL_DECAY_NS)
+		return;
+	pool_purge(POOL_DIRTY_KEEP, POOL_PURGE_BATCH);
+	if (atomic_load_explicit(&rqs_alloc_gstats.pool_dirty, memory_order_relaxed) <=
+	    POOL_DIRTY_KEEP)
+		atomic_store_explicit(&pool_over_since, 0, memory_order_relaxed);
+}
+
 void rqs_pool_put(struct page *pg)
 {
-	if (atomic_load_explicit(&rqs_alloc_gstats.pool_dirty, memory_order_relaxed) >= POOL_DIRTY_MAX) {
-		page_decommit(pg);
-		atomic_store_explicit(&pg->clean, 1, memory_order_relaxed);
-		count_shared(&rqs_alloc_gstats.pool_clean, 1);
-		stack_push(&pool_clean_head, pg, pg);
+	uint64_t dirty = atomic_load_explicit(&rqs_alloc_gstats.pool_dirty, memory_order_relaxed);
+
+	if (dirty >= POOL_DIRTY_MAX) {
+		push_clean(pg);
 		return;
 	}
 	atomic_store_explicit(&pg->clean, 0, memory_order_relaxed);
 	count_shared(&rqs_alloc_gstats.pool_dirty, 1);
 	stack_push(&pool_dirty_head, pg, pg);
+	if (dirty + 1 > POOL_DIRTY_KEEP)
+		pool_decay();
+}
+
+size_t rqs_pool_shrink(void)
+{
+	size_t n = pool_purge(POOL_DIRTY_KEEP, POOL_DIRTY_MAX);
+
+	if (atomic_load_explicit(&rqs_alloc_gstats.pool_dirty, memory_order_relaxed) <=
+	    POOL_DIRTY_KEEP)
+		atomic_store_explicit(&pool_over_since, 0, memory_order_relaxed);
+	return n;
 }
 
 size_t rqs_pool_trim(void)
 {
-	uint64_t max = atomic_load_explicit(&rqs_alloc_gstats.pool_dirty, memory_order_relaxed) + 16;
-	size_t n = 0;
-	struct page *pg;
+	size_t n = pool_purge(0, atomic_load_explicit(&rqs_alloc_gstats.pool_dirty,
+						       memory_order_relaxed) + 16);
 
-	/* One page at a time: each is ours while we madvise it. */
-	while (max-- > 0 && (pg = stack_pop(&pool_dirty_head)) != NULL) {
-		atomic_fetch_sub_explicit(&rqs_alloc_gstats.pool_dirty, 1, memory_order_relaxed);
-		page_decommit(pg);
-		atomic_store_explicit(&pg->clean, 1, memory_order_relaxed);
-		count_shared(&rqs_alloc_gstats.pool_clean, 1);
-		stack_push(&pool_clean_head, pg, pg);
-		n += PAGE_SIZE;
-	}
+	atomic_store_explicit(&pool_over_since, 0, memory_order_relaxed);
 	return n;
 }
 

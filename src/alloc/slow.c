@@ -449,6 +449,10 @@ ALLOC_FN size_t rqs_heap_collect_all(struct heap *h, bool release_current)
 		busy_clear(&hc->busy);
 	}
 	rqs_heap_flush_cache(h);
+	/* A heap collected whole (its thread exited, or a reaper or a trim
+	 * took it) retires no more pages soon: what it gave the pool beyond
+	 * the pages kept for good goes back now, not after the decay. */
+	rqs_pool_shrink();
 	return (atomic_load_explicit(&rqs_alloc_gstats.madvise_calls, memory_order_relaxed) - before) *
 	       PAGE_SIZE;
 }
