@@ -94,6 +94,11 @@ rqspin_add_test(NAME alloc_page_empty_debug SOURCES alloc_page_empty.c LIBS rqsp
 rqspin_add_test(NAME alloc_pool_decay SOURCES alloc_pool_decay.c
   TIMEOUT 60 LABELS alloc unit)
 
+# A thread whose first call comes from its last key destructor round: its
+# heap (never told of the exit) is found by the dead holder's thread id.
+rqspin_add_test(NAME alloc_exit_late SOURCES alloc_exit_late.c
+  TIMEOUT 60 LABELS alloc unit)
+
 # Exited threads' memory goes back without a trim (remote frees into their
 # abandoned heaps collect them). `alloc_exit_rss 10000 [--glibc]` prints
 # the RSS figures.

@@ -17,7 +17,10 @@
  *     and empties pages;
  *  G. a remote free interrupted by a handler that frees into the same page;
  *  H. a thread whose very first allocator call is in a signal handler;
- *  I. errno survives all of it.
+ *  I. errno survives all of it;
+ *  J. the largest class busy: a handler's objects of that class all come
+ *     from the reserve (no larger class), past 256 MiB of them (a cap of
+ *     4096 reserve pages made them NULL with memory free).
  * Contents are verified after each step; at the end everything is freed
  * and the statistics return to zero.
  */
@@ -438,6 +441,43 @@ static void *first_thread(void *arg)
 	return NULL;
 }
 
+/* ---- J: the largest class's reserve past 256 MiB ----------------------- */
+
+#define BIG 16384u
+#define NBIG (4096u * 4u + 64u) /* 4 objects per reserve page: > 4096 pages */
+static void *g_big[NBIG];
+
+static void plan_big(void)
+{
+	for (unsigned i = 0; i < NBIG; i++) {
+		g_big[i] = rqspin_malloc_nolock(BIG, 0);
+		CHECK(g_big[i] != NULL);
+		ac_fill(g_big[i], 64, i);
+	}
+}
+
+static void test_reserve_large(void)
+{
+	struct rqspin_alloc_stats a = S(), b;
+	void *q;
+
+	rqspin_free_nolock(rqspin_malloc_nolock(BIG, 0)); /* warm: class has a page */
+	arm(0, HOOK_ALLOC, cls_of(BIG), plan_big);
+	q = rqspin_malloc_nolock(BIG, 0);
+	CHECK(atomic_load(&g_trig[0].fired));
+	CHECK(q != NULL);
+	b = S();
+	CHECK_EQ_U64(b.reserve_allocs, a.reserve_allocs + NBIG);
+	CHECK_GE_U64(b.reserve_pages, 4097);
+	for (unsigned i = 0; i < NBIG; i++) {
+		CHECK_EQ_U64((uintptr_t)g_big[i] % BIG, 0); /* the documented alignment */
+		AC_CHECK(g_big[i], 64, i);
+		rqspin_free_nolock(g_big[i]);
+	}
+	rqspin_free_nolock(q);
+	CHECK_EQ_U64(S().reserve_objects, a.reserve_objects);
+}
+
 static void test_first_in_handler(void)
 {
 	tu_thread_join(tu_thread_start(first_thread, NULL));
@@ -460,6 +500,7 @@ int main(void)
 	test_cache();
 	test_remote();
 	test_first_in_handler();
+	test_reserve_large();
 	CHECK(errno == 777);
 	rqspin__alloc_test_hook = NULL;
 	rqspin_alloc_trim();

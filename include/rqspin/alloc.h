@@ -81,8 +81,9 @@ extern "C" {
  * larger size class that keeps the alignment documented above (for a
  * power-of-two class the next power of two) or else from a shared
  * lock-free reserve, which grows on demand like the rest of the heap; it
- * can therefore fail only for lack of memory too, and its object has the
- * same alignment as any other.
+ * can therefore fail only for lack of memory too (or once the reserve
+ * holds 16 GiB: its pages are kept for later handlers, never given back),
+ * and its object has the same alignment as any other.
  *
  * size 0 returns a unique pointer to a minimum-size (8-byte) object that
  * must be freed like any other (it is never NULL unless out of memory).
@@ -166,7 +167,10 @@ RQSPIN_API void rqspin_alloc_stats_get(struct rqspin_alloc_stats *out);
 /*
  * Return cached memory to the OS: the calling thread's empty pages, the
  * shared cache of empty pages, and the empty pages of heaps left by exited
- * threads (after collecting the objects other threads freed into them).
+ * threads (after collecting the objects other threads freed into them),
+ * including heaps of threads that exited without the allocator's exit
+ * notice (a first call from the last round of key destructors), found by
+ * their thread id.
  * Completes the calling thread's deferred frees. Other live threads' own
  * caches (a few pages each) are left alone. Returns about the number of
  * bytes given back during this call (pages that other threads gave back

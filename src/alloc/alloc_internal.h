@@ -435,6 +435,9 @@ struct heap *rqs_heap_attach(void);
 struct heap *rqs_heap_claim(bool *adopted);
 void rqs_heap_release(struct heap *h);
 size_t rqs_heap_reap_abandoned(unsigned max_heaps);
+/* Probe up to probes heaps for a holder that died without an exit notice
+ * (heap.c, heap_take_dead); collect and abandon those taken. */
+size_t rqs_heap_reap_dead(uint32_t probes);
 /* Collect an abandoned heap and give back its empty pages, unless somebody
  * holds it. */
 size_t rqs_heap_reap_one(struct heap *h);

@@ -39,6 +39,8 @@ static const struct rqs_table heaps = {
 static pthread_key_t exit_key;
 /* Set once at load time: threads are told to run heap_thread_exit. */
 static bool exit_key_ok;
+/* Heaps probed for a dead holder before a claim takes a new slot. */
+#define DEAD_PROBES_PER_CLAIM 4u
 
 /*
  * glibc stores the values of the first 32 keys in the thread descriptor;
@@ -47,7 +49,9 @@ static bool exit_key_ok;
  * Other C libraries store every key in place. Without a usable key the
  * allocator does without exit notices: a heap whose owner thread has died
  * (its thread id is gone) is taken over by the next thread that needs a
- * heap, or by a reaper (heap_take_dead).
+ * heap, or by a reaper (heap_take_dead). With the key, a few heaps are
+ * still probed so (heap_probe_dead): a key set in glibc's last destructor
+ * round is never run.
  */
 #ifdef __GLIBC__
 #define KEY_INPLACE_MAX 32u
@@ -108,7 +112,11 @@ static void heap_init(struct heap *h, uint32_t idx)
 static bool heap_any_busy(const struct heap *h);
 
 /*
- * Without exit notices: take h if its holder has died. The CAS on the
+ * Take h if its holder has died without an exit notice: always so without
+ * exit keys; with them, a thread whose first allocator call came after
+ * its last key destructor round (POSIX lets a destructor set a key again;
+ * glibc runs 4 rounds, and a key set in the last one is never run), or a
+ * handler's first call after the destructors ran. The CAS on the
  * holder's id makes the taker exclusive: owner_tid is that thread's id
  * only while it holds the heap (it is set after the claim and cleared
  * before the release), and a dead thread changes nothing. A heap left
@@ -118,7 +126,7 @@ static bool heap_take_dead(struct heap *h)
 {
 	int32_t tid;
 
-	if (exit_key_ok || atomic_load_explicit(&h->state, memory_order_relaxed) != HEAP_OWNED)
+	if (atomic_load_explicit(&h->state, memory_order_relaxed) != HEAP_OWNED)
 		return false;
 	tid = atomic_load_explicit(&h->owner_tid, memory_order_relaxed);
 	if (tid <= 0 || !thread_gone(tid))
@@ -151,7 +159,34 @@ static bool heap_try_hold(struct heap *h)
 		atomic_store_explicit(&h->owner_tid, my_tid(), memory_order_relaxed);
 		return true;
 	}
-	return heap_take_dead(h);
+	/* With exit notices, a dead holder is the exception: probing every
+	 * heap (a system call each) at every claim would cost a thread start
+	 * one call per live thread. heap_probe_dead probes a few. */
+	return !exit_key_ok && heap_take_dead(h);
+}
+
+/* Heaps that may have a dead holder despite exit notices are probed a few
+ * at a time, round robin over all heaps (relaxed: the cursor only spreads
+ * the probes). */
+static _Atomic uint32_t dead_cursor;
+
+static struct heap *heap_probe_dead(uint32_t *probes)
+{
+	uint32_t n = rqs_heap_count();
+
+	if (!exit_key_ok)
+		return NULL; /* heap_try_hold already probes every heap */
+	if (*probes > n)
+		*probes = n;
+	while (*probes > 0) {
+		uint32_t i = atomic_fetch_add_explicit(&dead_cursor, 1, memory_order_relaxed) % n;
+		struct heap *h = rqs_heap_at(i);
+
+		--*probes;
+		if (h && heap_take_dead(h))
+			return h;
+	}
+	return NULL;
 }
 
 struct heap *rqs_heap_claim(bool *adopted)
@@ -170,6 +205,14 @@ struct heap *rqs_heap_claim(bool *adopted)
 			*adopted = true;
 			return h;
 		}
+	}
+	/* Before a new slot, a few heaps whose holder may have died without
+	 * an exit notice: their number then stays near the peak number of
+	 * threads too. */
+	h = heap_probe_dead(&(uint32_t){ DEAD_PROBES_PER_CLAIM });
+	if (h) {
+		*adopted = true;
+		return h;
 	}
 	/* A fresh slot reads HEAP_FRESH, which nobody else claims. */
 	h = rqs_table_bump(&heaps, &i, &mapped);
@@ -281,6 +324,19 @@ size_t rqs_heap_reap_one(struct heap *h)
 		return 0;
 	bytes = rqs_heap_collect_all(h, true);
 	rqs_heap_release(h);
+	return bytes;
+}
+
+size_t rqs_heap_reap_dead(uint32_t probes)
+{
+	size_t bytes = 0;
+	struct heap *h;
+
+	/* A heap we took is ours alone: collect it, then abandon it. */
+	while ((h = heap_probe_dead(&probes)) != NULL) {
+		bytes += rqs_heap_collect_all(h, true);
+		rqs_heap_release(h);
+	}
 	return bytes;
 }
 

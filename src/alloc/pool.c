@@ -206,8 +206,10 @@ struct page *rqs_pool_get(void)
 			return pg;
 		}
 		/* Before mapping more: pages that other threads freed into
-		 * heaps of exited threads. */
-		if (round == 0 && rqs_heap_reap_abandoned(REAP_PER_REFILL) == 0 &&
+		 * heaps of exited threads, and the pages of a few heaps whose
+		 * holder may have died without an exit notice. */
+		if (round == 0 &&
+		    rqs_heap_reap_abandoned(REAP_PER_REFILL) + rqs_heap_reap_dead(REAP_PER_REFILL) == 0 &&
 		    !atomic_load_explicit(&pool_dirty_head, memory_order_relaxed) &&
 		    !atomic_load_explicit(&pool_clean_head, memory_order_relaxed))
 			break;

@@ -14,14 +14,18 @@
  * never given back) and the changed tag fails the CAS.
  *
  * The reserve grows a page at a time from the pool, so it fails only when
- * memory is exhausted (or past 4096 pages, 256 MiB, of reserve). Its pages
- * stay with it: their number is bounded by the peak of nested demand.
+ * memory is exhausted (or past 2^18 pages, 16 GiB, of reserve: the ids'
+ * 31 bits). Its pages stay with it: their number is bounded by the peak
+ * of nested demand. (A cap of 4096 pages, 256 MiB, let a handler that
+ * kept 16 KiB objects get NULL with the machine's memory free.)
  */
 #include "alloc/alloc_internal.h"
 
-#define RES_MAX_PAGES 4096u
+#define RES_MAX_PAGES (1u << 18)
 #define RES_IDX_BITS 13u
 #define RES_IDX_MASK ((1u << RES_IDX_BITS) - 1)
+_Static_assert((uint64_t)RES_MAX_PAGES << RES_IDX_BITS < UINT32_MAX, "ids + 1 fit the stack head's 32 bits");
+_Static_assert(PAGE_SIZE / 8 <= 1u << RES_IDX_BITS, "a page's objects fit the index bits");
 
 static _Atomic(struct page *) rpages[RES_MAX_PAGES];
 static _Atomic uint32_t rcount;
@@ -74,11 +78,16 @@ static ALLOC_FN bool reserve_grow(unsigned c)
 
 	if (!pg)
 		return false;
-	rno = atomic_fetch_add_explicit(&rcount, 1, memory_order_relaxed);
-	if (rno >= RES_MAX_PAGES) {
-		rqs_pool_put(pg);
-		return false;
-	}
+	/* A CAS, not an add: failed adds past the cap would wrap the count
+	 * (relaxed: the page is published by the release store below). */
+	rno = atomic_load_explicit(&rcount, memory_order_relaxed);
+	do {
+		if (rno >= RES_MAX_PAGES) {
+			rqs_pool_put(pg);
+			return false;
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&rcount, &rno, rno + 1, memory_order_relaxed,
+							memory_order_relaxed));
 	rqs_page_init(pg, OWNER_RESERVE, c);
 	pg->rno = rno;
 	bs = pg->bsize;

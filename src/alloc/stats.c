@@ -77,6 +77,7 @@ RQSPIN_API size_t rqspin_alloc_trim(void)
 
 	if (heap_is_real(h))
 		bytes += rqs_heap_collect_all(h, true);
+	bytes += rqs_heap_reap_dead(rqs_heap_count());
 	bytes += rqs_heap_reap_abandoned(UINT32_MAX);
 	bytes += rqs_pool_trim();
 	return bytes;
