@@ -28,6 +28,20 @@ rqspin_add_test(NAME rqspin_cross_unlock_untracked SOURCES rqspin_cross_unlock_u
 rqspin_add_test(NAME rqspin_cross_unlock_many SOURCES rqspin_cross_unlock_many.c
   NO_TSAN TIMEOUT 120 LABELS rqspin unit)
 
+# KNOWN BUG, reproducer (disabled until fixed; CHANGELOG "Known problems"):
+# a lock handed off (this thread locks it, another unlocks it) while other
+# locks come and go. Each cross-thread release becomes a RELEASED mark
+# below the new hold, inline pops expose marks that inline pushes bury
+# again, and after about 29 rounds every further lock goes past the
+# table: a re-lock of it gives -ETIMEDOUT instead of -EDEADLK. Run the
+# binary directly (tests/rqspin_handoff_marks in the build tree); it must
+# pass, and this property go, with the fix.
+rqspin_add_test(NAME rqspin_handoff_marks SOURCES rqspin_handoff_marks.c
+  NO_TSAN TIMEOUT 240 LABELS rqspin unit signal known-bug)
+if(TEST rqspin_handoff_marks)
+  set_tests_properties(rqspin_handoff_marks PROPERTIES DISABLED TRUE)
+endif()
+
 # A lock released by one of the program's key destructors at thread exit
 # is not taken over (owner-dead) before that destructor runs; one nobody
 # releases still is.
