@@ -31,7 +31,7 @@
 #include <rqspin/lock_diag.h>
 #include <rqspin/rqspinlock.h>
 
-#include "test_util.h"
+#include "rqspin_util.h"
 
 #define LONG_TIMEOUT (20ull * 1000 * 1000 * 1000) /* hang guard only */
 
@@ -58,20 +58,6 @@ static const char *err_name(int e)
 
 static rqspinlock_t X = RQSPINLOCK_INIT, Y = RQSPINLOCK_INIT;
 static tu_event step;
-
-/* The calling thread's table records no lock: at most entries whose locks
- * other threads released (dropped lazily, RQSPIN__HELD_RELEASED). */
-static bool table_holds_nothing(void)
-{
-	const struct rqspin_held_locks *t = rqspin_held_locks();
-
-	if (t->cnt > RQSPIN_NR_HELD)
-		return false;
-	for (uint32_t i = 0; i < t->cnt; i++)
-		if (t->locks[i] != RQSPIN__HELD_RELEASED)
-			return false;
-	return true;
-}
 
 /* ---- O's side, shared by parts 1 and 2 -------------------------------------- */
 
@@ -184,7 +170,7 @@ static void *o_part1(void *arg)
 	CHECK_RET(atomic_load(&b_main_ret), 0);
 	/* X has been released for us: we hold nothing. */
 	relock_while_held();
-	CHECK(table_holds_nothing());
+	CHECK(ru_table_holds_nothing());
 	return NULL;
 }
 
@@ -234,7 +220,7 @@ static void *o_part2(void *arg)
 	tu_event_set(&b2, 2);
 	tu_event_wait(&b2, 3);
 	owner_after_cross_unlock();
-	CHECK(table_holds_nothing());
+	CHECK(ru_table_holds_nothing());
 	return NULL;
 }
 
@@ -381,7 +367,7 @@ static void *worker4(void *arg)
 			rqspin_unlock(&L4[pick[j]]);
 			pick[j] = pick[--np];
 		}
-		if (!table_holds_nothing()) {
+		if (!ru_table_holds_nothing()) {
 			const struct rqspin_held_locks *t = rqspin_held_locks();
 
 			fprintf(stderr, "part 4: thread %u holds nothing, its table counts %u:", id,

@@ -36,19 +36,6 @@ static bool table_tracks_all(void)
 	return rqspin_held_locks()->cnt <= RQSPIN_NR_HELD;
 }
 
-/* The table names no hold: only RELEASED marks. */
-static bool table_holds_nothing(void)
-{
-	const struct rqspin_held_locks *t = rqspin_held_locks();
-
-	if (t->cnt > RQSPIN_NR_HELD)
-		return false;
-	for (uint32_t i = 0; i < t->cnt; i++)
-		if (t->locks[i] != RQSPIN__HELD_RELEASED)
-			return false;
-	return true;
-}
-
 static uint32_t marks(void)
 {
 	const struct rqspin_held_locks *t = rqspin_held_locks();
@@ -165,12 +152,12 @@ int main(void)
 	drain_now();
 	printf("part 1: %u marks, cnt %u after %d handoffs\n", marks(), rqspin_held_locks()->cnt,
 	       ROUNDS);
-	RU_EXPECT(table_holds_nothing(), "part 1: the table still names a hold");
+	RU_EXPECT(ru_table_holds_nothing(), "part 1: the table still names a hold");
 
 	random_orders(&rng);
 	drain_now();
 	printf("part 2: %u marks, cnt %u\n", marks(), rqspin_held_locks()->cnt);
-	RU_EXPECT(table_holds_nothing(), "part 2: the table still names a hold");
+	RU_EXPECT(ru_table_holds_nothing(), "part 2: the table still names a hold");
 
 	/* Part 3: every lock free and usable, from here and from the actor. */
 	CHECK_EQ_U64(ru_word(&L), 0);

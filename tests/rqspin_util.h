@@ -158,6 +158,20 @@ static inline void ru_print_stats(const char *tag, const struct rqspin_lock_stat
 	fflush(stdout);
 }
 
+/* The calling thread's table records no lock: at most entries whose locks
+ * other threads released (dropped lazily, RQSPIN__HELD_RELEASED). */
+static inline bool ru_table_holds_nothing(void)
+{
+	const struct rqspin_held_locks *t = rqspin_held_locks();
+
+	if (t->cnt > RQSPIN_NR_HELD)
+		return false;
+	for (uint32_t i = 0; i < t->cnt; i++)
+		if (t->locks[i] != RQSPIN__HELD_RELEASED)
+			return false;
+	return true;
+}
+
 /* ---- actors -------------------------------------------------------------- */
 
 enum ru_cmd {
