@@ -96,7 +96,10 @@ rqspin_add_test(NAME alloc_pool_decay SOURCES alloc_pool_decay.c
 
 # A thread whose first call comes from its last key destructor round: its
 # heap (never told of the exit) is found by the dead holder's thread id.
-rqspin_add_test(NAME alloc_exit_late SOURCES alloc_exit_late.c
+# Not under ThreadSanitizer: by the last round its runtime has torn the
+# thread's state down, and the first instrumented atomic there crashes
+# inside TSan (MetaMap::GetSync), 5/5.
+rqspin_add_test(NAME alloc_exit_late SOURCES alloc_exit_late.c NO_TSAN
   TIMEOUT 60 LABELS alloc unit)
 
 # Exited threads' memory goes back without a trim (remote frees into their
