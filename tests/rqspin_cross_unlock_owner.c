@@ -35,27 +35,6 @@
 
 #define LONG_TIMEOUT (20ull * 1000 * 1000 * 1000) /* hang guard only */
 
-static const char *err_name(int e)
-{
-	switch (e) {
-	case 0: return "0";
-	case -EDEADLK: return "-EDEADLK";
-	case -ETIMEDOUT: return "-ETIMEDOUT";
-	case -EOWNERDEAD: return "-EOWNERDEAD";
-	default: return "other";
-	}
-}
-
-#define CHECK_RET(r, want)                                                              \
-	do {                                                                            \
-		int r_ = (r);                                                           \
-		if (r_ != (want)) {                                                     \
-			fprintf(stderr, "%s:%d: got %s, want %s\n", __FILE__, __LINE__,  \
-				err_name(r_), err_name(want));                          \
-			CHECK(r_ == (want));                                            \
-		}                                                                       \
-	} while (0)
-
 static rqspinlock_t X = RQSPINLOCK_INIT, Y = RQSPINLOCK_INIT;
 static tu_event step;
 
@@ -64,7 +43,7 @@ static tu_event step;
 static void *holder_20ms(void *arg)
 {
 	(void)arg;
-	CHECK_RET(rqspin_lock_timeout(&X, LONG_TIMEOUT), 0);
+	RU_CHECK_RET(rqspin_lock_timeout(&X, LONG_TIMEOUT), 0);
 	tu_event_set(&step, 100);
 	tu_sleep_us(20000);
 	rqspin_unlock(&X);
@@ -89,7 +68,7 @@ static void relock_while_held(void)
 		tu_event_set(&step, 0);
 		h = tu_thread_start(holder_20ms, NULL);
 		tu_event_wait(&step, 100);
-		CHECK_RET(rqspin_lock_timeout(&X, LONG_TIMEOUT), 0);
+		RU_CHECK_RET(rqspin_lock_timeout(&X, LONG_TIMEOUT), 0);
 		rqspin_unlock(&X);
 		tu_thread_join(h);
 	}
@@ -134,7 +113,7 @@ static void *b_waits(void *arg)
 static void *z_holds_y(void *arg)
 {
 	(void)arg;
-	CHECK_RET(rqspin_lock_timeout(&Y, LONG_TIMEOUT), 0);
+	RU_CHECK_RET(rqspin_lock_timeout(&Y, LONG_TIMEOUT), 0);
 	tu_event_set(&step, 3);
 	tu_event_wait(&step, 4);
 	rqspin_unlock(&Y);
@@ -151,7 +130,7 @@ static void *o_part1(void *arg)
 	pthread_t z;
 
 	(void)rqspin_held_locks();
-	CHECK_RET(rqspin_lock_timeout(&X, LONG_TIMEOUT), 0);
+	RU_CHECK_RET(rqspin_lock_timeout(&X, LONG_TIMEOUT), 0);
 	z = tu_thread_start(z_holds_y, NULL);
 	tu_event_wait(&step, 3);
 	tu_event_set(&step, 2);
@@ -166,8 +145,8 @@ static void *o_part1(void *arg)
 	tu_event_set(&step, 4); /* Z lets Y go: the handler returns, B gets X */
 	tu_thread_join(z);
 	tu_thread_join(o->b);
-	CHECK_RET(atomic_load(&b_handler_ret), 0);
-	CHECK_RET(atomic_load(&b_main_ret), 0);
+	RU_CHECK_RET(atomic_load(&b_handler_ret), 0);
+	RU_CHECK_RET(atomic_load(&b_main_ret), 0);
 	/* X has been released for us: we hold nothing. */
 	relock_while_held();
 	CHECK(ru_table_holds_nothing());
@@ -216,7 +195,7 @@ static void *o_part2(void *arg)
 {
 	(void)arg;
 	(void)rqspin_held_locks();
-	CHECK_RET(rqspin_lock_timeout(&X, LONG_TIMEOUT), 0);
+	RU_CHECK_RET(rqspin_lock_timeout(&X, LONG_TIMEOUT), 0);
 	tu_event_set(&b2, 2);
 	tu_event_wait(&b2, 3);
 	owner_after_cross_unlock();
@@ -252,7 +231,7 @@ static void *b_loop(void *arg)
 		int r = rqspin_lock_timeout(&X, LONG_TIMEOUT);
 
 		if (r) {
-			fprintf(stderr, "part 3: B got %s\n", err_name(r));
+			fprintf(stderr, "part 3: B got %s\n", ru_err_name(r));
 			atomic_fetch_add(&errs3, 1);
 			continue;
 		}
@@ -273,7 +252,7 @@ static void *o_loop(void *arg)
 		TU_WAIT_UNTIL(atomic_load(&turn) == 0);
 		r = rqspin_lock_timeout(&X, LONG_TIMEOUT);
 		if (r) {
-			fprintf(stderr, "part 3: O got %s at iteration %u (table %u)\n", err_name(r), i,
+			fprintf(stderr, "part 3: O got %s at iteration %u (table %u)\n", ru_err_name(r), i,
 				rqspin_held_locks()->cnt);
 			atomic_fetch_add(&errs3, 1);
 			break;
@@ -352,7 +331,7 @@ static void *worker4(void *arg)
 			int r = rqspin_lock_timeout(&L4[pick[i]], LONG_TIMEOUT);
 
 			if (r) {
-				fprintf(stderr, "part 4: thread %u got %s\n", id, err_name(r));
+				fprintf(stderr, "part 4: thread %u got %s\n", id, ru_err_name(r));
 				atomic_fetch_add(&errs4, 1);
 				np = i;
 				break;

@@ -122,12 +122,7 @@ static void random_orders(tu_rng *rng)
 		}
 		for (int i = 0; i < MANY; i++)
 			order[i] = i;
-		for (int i = MANY - 1; i > 0; i--) {
-			int j = (int)tu_rng_below(rng, (uint32_t)i + 1), t = order[i];
-
-			order[i] = order[j];
-			order[j] = t;
-		}
+		tu_shuffle(rng, order, MANY);
 		for (int i = 0; i < MANY; i++)
 			rqspin_unlock(&many[order[i]]);
 		/* Another handoff of L under the other locks' marks. */

@@ -118,16 +118,6 @@ static void spot_check_aa(enum pattern p, int i, const char *when)
 		aa_failures++;
 }
 
-static void shuffle(tu_rng *rng, int *a, int n)
-{
-	for (int i = n - 1; i > 0; i--) {
-		int j = (int)tu_rng_below(rng, (uint32_t)i + 1), t = a[i];
-
-		a[i] = a[j];
-		a[j] = t;
-	}
-}
-
 static void run_pattern(enum pattern p)
 {
 	tu_rng rng;
@@ -150,10 +140,10 @@ static void run_pattern(enum pattern p)
 
 			for (int i = 0; i < NL; i++)
 				perm[i] = i;
-			shuffle(&rng, perm, NL);
+			tu_shuffle(&rng, perm, NL);
 			for (int i = 0; i < d; i++)
 				take(perm[i]);
-			shuffle(&rng, perm, d);
+			tu_shuffle(&rng, perm, d);
 			for (int i = 0; i < d; i++) {
 				drop(perm[i]);
 				check_table(p, "unlocking in random order");

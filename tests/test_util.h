@@ -234,6 +234,17 @@ static inline uint32_t tu_rng_below(tu_rng *r, uint32_t n)
 	return (uint32_t)(((tu_rng_next(r) >> 32) * (uint64_t)n) >> 32);
 }
 
+/* Shuffle a[0..n) in place (Fisher-Yates). */
+static inline void tu_shuffle(tu_rng *r, int *a, int n)
+{
+	for (int i = n - 1; i > 0; i--) {
+		int j = (int)tu_rng_below(r, (uint32_t)i + 1), t = a[i];
+
+		a[i] = a[j];
+		a[j] = t;
+	}
+}
+
 /* ---- threads ------------------------------------------------------------ */
 
 static inline pthread_t tu_thread_start(void *(*fn)(void *), void *arg)
