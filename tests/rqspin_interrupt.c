@@ -14,7 +14,10 @@
  *            thread queues, becomes the head, takes it;
  *   nonlifo  lock A, lock B, unlock A, unlock B;
  *   timeout  A held by helper 1 throughout: -ETIMEDOUT after 1 ms;
- *   aa       A held by the main thread, locked again: -EDEADLK.
+ *   aa       A held by the main thread, locked again: -EDEADLK;
+ *   topmark  lock A, unlock, with a RELEASED mark on top of the table
+ *            (M taken, unlocked by helper 1, drained under another entry
+ *            and exposed by an inline unlock).
  * Handlers, one per pass over the operations:
  *   SAME     rqspin_lock_timeout(A), then rqspin_trylock(A): the handler
  *            gets A (and unlocks it) only when nobody holds it, else
@@ -23,6 +26,9 @@
  *   OTHER    rqspin_lock(C), a lock nobody else uses: always 0;
  *   NESTED   rqspin_lock(D), which a helper holds until somebody waits:
  *            a slow path nested in the interrupted one, always 0.
+ * Every handler first reads its table with rqspin_held_locks(), which
+ * trims the marks on top: a trim landing inside an inline push must not
+ * leave a NULL (an untracked hold) under the pushed entry.
  * Checked: every owner of A is alone (an owner word set by exchange),
  * each operation's own result is what it is without the handler, and
  * after each run both words are 0, the thread's held table is empty and
@@ -109,6 +115,8 @@ static volatile int g_mode = MODE_SAME;
 static volatile bool g_timeout_op; /* the handler may time out on A */
 
 static rqspinlock_t A = RQSPINLOCK_INIT, B = RQSPINLOCK_INIT, C = RQSPINLOCK_INIT;
+/* topmark: M's entry becomes the mark (N and P only make it stay). */
+static rqspinlock_t M = RQSPINLOCK_INIT, N = RQSPINLOCK_INIT, P = RQSPINLOCK_INIT;
 /* Held by the D helper, which lets go whenever somebody waits on it. */
 static rqspinlock_t D = RQSPINLOCK_INIT;
 static _Atomic bool g_d_stop, g_d_holding;
@@ -147,6 +155,7 @@ static void on_inject(int sig)
 
 	(void)sig;
 	atomic_fetch_add(&g_handler_calls, 1);
+	(void)rqspin_held_locks();
 	if (g_mode == MODE_NESTED) {
 		/* A slow path of our own (D is held) nested in whatever the
 		 * interrupted code was doing: the next MCS node, or for a
@@ -203,7 +212,7 @@ static void on_inject(int sig)
 /* ---- helpers ---------------------------------------------------------------- */
 
 enum { H_IDLE, H_HOLD_UNTIL_WAITER, H_HOLD_UNTIL_QUEUED, H_WAIT_THEN_LOCK, H_HOLD, H_RELEASE,
-       H_QUIT };
+       H_UNLOCK_M, H_QUIT };
 
 struct helper {
 	pthread_t th;
@@ -245,6 +254,13 @@ static void *helper_main(void *arg)
 		}
 		if (cmd == H_QUIT)
 			return NULL;
+		if (cmd == H_UNLOCK_M) {
+			/* The main thread's M: a cross-thread unlock. */
+			rqspin_unlock(&M);
+			atomic_store(&h->cmd, H_IDLE);
+			atomic_store(&h->busy, false);
+			continue;
+		}
 		if (cmd == H_RELEASE) {
 			if (atomic_load(&h->holding)) {
 				disown(h->id);
@@ -334,7 +350,9 @@ static void check_clean(void)
 	CHECK_EQ_U64(ru_word(&C), 0);
 	CHECK_EQ_U64(atomic_load(&g_owner), 0);
 	CHECK(me != NULL);
-	CHECK_EQ_U64(__atomic_load_n(&me->hot.held.cnt, __ATOMIC_RELAXED), 0);
+	/* Read afresh: marks on top go (topmark leaves one), a NULL (an
+	 * untracked hold nobody releases) stays. */
+	CHECK_EQ_U64(rqspin_held_locks()->cnt, 0);
 	CHECK_EQ_U64(me->nesting, 0);
 }
 
@@ -461,6 +479,26 @@ static void op_aa(void)
 	} while (step_again());
 }
 
+/* A RELEASED mark on top of the main thread's table, then lock A over it. */
+static void op_topmark(void)
+{
+	const struct rqspin_held_locks *t = rqspin_held_locks();
+
+	do {
+		CHECK_EQ_U64(lk(&M, 30 * RU_SEC), 0);
+		CHECK_EQ_U64(lk(&N, 30 * RU_SEC), 0);
+		helper_do(&g_h[0], H_UNLOCK_M);
+		helper_idle(&g_h[0]);
+		CHECK_EQ_U64(lk(&P, 30 * RU_SEC), 0);
+		ulk(&N); /* not on top: the slow unlock drains M's release */
+		ulk(&P); /* inline: exposes M's mark */
+		CHECK(t->cnt == 1 && t->locks[0] == RQSPIN__HELD_RELEASED);
+		CHECK_EQ_U64(main_lock_a("lock over a top mark", 30 * RU_SEC), 0);
+		unlock_a();
+		check_clean();
+	} while (step_again());
+}
+
 static void child_main(void)
 {
 	pthread_t d_helper;
@@ -501,6 +539,7 @@ static void child_main(void)
 		op_timeout();
 #endif
 		op_aa();
+		op_topmark();
 	}
 	atomic_store(&g_d_stop, true);
 	tu_thread_join(d_helper);

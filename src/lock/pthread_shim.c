@@ -884,8 +884,8 @@ static inline __attribute__((always_inline)) int shim_lock(rqspinlock_t *lock)
 	if (RQS_UNLIKELY(cnt >= RQSPIN_NR_HELD))
 		return shim_lock_cold(lock);
 	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
-	/* rqspin__held_push, inline (see there for the orders). */
-	__atomic_store_n(&self->held.cnt, cnt + 1, __ATOMIC_RELAXED);
+	/* rqspin__held_push, inline (see there for the bump and the orders). */
+	cnt = rqspin__counter_bump32(&self->held.cnt);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&self->held.locks[(uintptr_t)cnt], lock, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);

@@ -112,6 +112,21 @@ static inline void rqspin__counter_inc(uint64_t *c)
 #endif
 }
 
+/* The same for a 32-bit count, returning its old value: the held table's
+ * push (rqspin/static/rqspinlock.h), which a signal handler must never
+ * see between the count's load and its store. */
+static inline uint32_t rqspin__counter_bump32(uint32_t *c)
+{
+#if defined(__x86_64__) && !defined(RQSPIN__TSAN)
+	uint32_t old = 1;
+
+	__asm__ __volatile__("xaddl %0, %1" : "+r"(old), "+m"(*c));
+	return old;
+#else
+	return __atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+#endif
+}
+
 static inline void rqspin__count_fast_on(struct rqspin__thread_hot *t)
 {
 	rqspin__counter_inc(&t->fast_acquired);

@@ -63,15 +63,18 @@ static inline void rqspin__held_push(struct rqspin__thread_hot *self, const void
 		return;
 	}
 	/* Only this thread and its own signal handlers write the table. A
-	 * handler that runs between the load and the store pushes and pops
-	 * its own entries and leaves cnt as it found it, so a plain
-	 * load/store pair is enough (no RMW). The count must be published
-	 * to our handlers before the entry is written, else a handler could
-	 * take the same index and clear it on its way out: the signal fence
-	 * is that compiler barrier. Remote readers tolerate a stale or
-	 * missing top entry (deadlock checks read twice), so relaxed suffices
-	 * for them. */
-	__atomic_store_n(&self->held.cnt, cnt + 1, __ATOMIC_RELAXED);
+	 * handler pushes and pops its own entries, but it may also trim
+	 * RELEASED marks off our top (held.c): a count stored as the load
+	 * plus one would then bring trimmed slots back as NULL, an untracked
+	 * hold that nobody releases. So the count is bumped in one
+	 * instruction as far as our handlers go, and the index is the value
+	 * it had then (never above the load: between the two, handlers only
+	 * lower it). The count must be published to our handlers before the
+	 * entry is written, else a handler could take the same index and
+	 * clear it on its way out: the signal fence is that compiler
+	 * barrier. Remote readers tolerate a stale or missing top entry
+	 * (deadlock checks read twice), so relaxed suffices for them. */
+	cnt = rqspin__counter_bump32(&self->held.cnt);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_store_n(&self->held.locks[cnt], lock, __ATOMIC_RELAXED);
 	/* The entry must be in place before the acquiring CAS, for a handler
