@@ -6,10 +6,10 @@
  * the next slow operation drains it, and the mark lies below the new hold
  * of L; an inline unlock exposes marks at the top without trimming them
  * and the next inline lock buries them again. After about 29 rounds the
- * table is all marks: every further lock goes past it (untracked), so a
- * re-lock of one of them waits for the timeout instead of failing with
- * -EDEADLK at once, and the held count never comes down. Known bug: the
- * test is registered disabled (tests/rqspin.cmake) until it is fixed.
+ * table was all marks: every further lock went past it (untracked), so a
+ * re-lock of one of them waited for the timeout instead of failing with
+ * -EDEADLK at once, and the held count never came down. A full table's
+ * marks are now reused by new holds (rqspin__held_push_full).
  *
  *  1. 80 rounds: lock L; lock X, lock Y, unlock X (out of order: a slow
  *     unlock, which drains), re-lock X (AA: -EDEADLK), unlock Y; the

@@ -13,8 +13,12 @@
  *     count when it was entered (it interrupted a push, a pop, an
  *     out-of-order removal or an untracked unlock anywhere);
  *   - every handler's lock call succeeds (its locks are its own);
- *   - after every round the worker's count is 0, every entry is NULL and
- *     every lock of the round is free (no entry leaks, none is lost).
+ *   - during the unlocks every entry is NULL, a RELEASED mark (an
+ *     out-of-order unlock in a full table marks its entry in place) or a
+ *     lock the worker still holds;
+ *   - after every round the worker's count, read afresh (which drops the
+ *     marks on top), is 0, every entry is NULL and every lock of the round
+ *     is free (no entry leaks, none is lost).
  * Bounded by rounds, not time; the outcome does not depend on where the
  * signals land.
  */
@@ -66,6 +70,24 @@ static void handler(int sig)
 	depth--;
 }
 
+/* Every tracked entry is NULL, a mark, or a lock of ours not unlocked. */
+static bool entries_held(const struct rqspin_held_locks *h, const bool *unlocked)
+{
+	uint32_t n = h->cnt < RQSPIN_NR_HELD ? h->cnt : RQSPIN_NR_HELD;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const void *e = h->locks[i];
+		const rqspinlock_t *l = e;
+
+		if (!e || e == RQSPIN__HELD_RELEASED)
+			continue;
+		if (l < &locks[self_idx][0] || l >= &locks[self_idx][NLOCKS] ||
+		    unlocked[l - &locks[self_idx][0]])
+			return false;
+	}
+	return true;
+}
+
 static void *worker(void *arg)
 {
 	const struct rqspin_held_locks *h;
@@ -80,7 +102,7 @@ static void *worker(void *arg)
 	tm = ru_timer_start(ru_gettid(), SIGRTMIN, TIMER_NS, TIMER_NS);
 	for (r = 0; r < rounds; r++) {
 		int n = MIN_DEPTH + (int)(rand_r(&seed) % (NLOCKS - MIN_DEPTH + 1)), i;
-		bool clean = true;
+		bool clean = true, unlocked[NLOCKS] = { false };
 
 		for (i = 0; i < n; i++) {
 			RU_CHECK_RET(rqspin_lock(&locks[self_idx][i]), 0);
@@ -92,8 +114,13 @@ static void *worker(void *arg)
 			order[i] = order[j];
 			order[j] = t;
 		}
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			rqspin_unlock(&locks[self_idx][order[i]]);
+			unlocked[order[i]] = true;
+			if (!entries_held(h, unlocked))
+				clean = false;
+		}
+		h = rqspin_held_locks();
 		if (h->cnt != 0)
 			clean = false;
 		for (i = 0; i < RQSPIN_NR_HELD; i++)

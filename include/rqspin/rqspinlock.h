@@ -226,8 +226,9 @@ RQSPIN_MUST_CHECK static inline bool rqspin_trylock(rqspinlock_t *lock);
  * above). Debug builds (RQSPIN_DEBUG) abort on NULL and on a lock that is
  * not locked. Async-signal-safe; a signal handler releases only locks it
  * took itself, and every lock it took before it returns (as an interrupt
- * handler in the kernel must): the held table's inline push and pop
- * assume that a handler leaves the table's count as it found it. A lock
+ * handler in the kernel must): the held table's inline pop assumes that
+ * a handler leaves the table's count as it found it (the push also
+ * allows it lower: a handler may drop RELEASED marks off the top). A lock
  * kept across a handler's return, or released by a later handler, may
  * drop out of the thread's table (no AA detection for it, no owner-dead
  * takeover if the thread exits holding it).
@@ -260,7 +261,9 @@ RQSPIN_API uint64_t rqspin_get_default_timeout(void);
 static inline bool rqspin_is_locked(const rqspinlock_t *lock);
 
 /* The calling thread's held-lock table, read-only (for diagnostics and
- * tests). Async-signal-safe. */
+ * tests), after dropping the RELEASED marks on its top: a thread that
+ * has released every lock reads a count of 0. Marks below a held entry
+ * stay (rqspin/static/held.h). Async-signal-safe. */
 RQSPIN_API const struct rqspin_held_locks *rqspin_held_locks(void);
 
 #ifdef __cplusplus

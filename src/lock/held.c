@@ -141,6 +141,20 @@ bool rqs_held_while_waiting(const struct rqspin_thread *t, const void *lock, con
 	return false;
 }
 
+bool rqs_held_newest_marked(const struct rqspin_thread *self, const void *lock)
+{
+	uint32_t i = tracked(held_count(self));
+
+	while (i-- > 0) {
+		const void *e = held_entry(self, i);
+
+		/* (A mark's entry_lock is the mark, never a lock.) */
+		if (entry_lock(e) == lock)
+			return e == attempt_entry(lock);
+	}
+	return false;
+}
+
 bool rqs_held_holds_any_slow(const struct rqspin_thread *t, bool attempt)
 {
 	uint32_t cnt = held_count(t);
@@ -186,20 +200,35 @@ static void remove_at(struct rqspin_thread *self, uint32_t i, uint32_t cnt)
 	self->table_busy = busy;
 }
 
-/* Drop RELEASED entries that have reached the top. Only the top moves, so
- * this is safe in a handler unless an outer operation moves entries. */
+/*
+ * Drop RELEASED entries that have reached the top. Only the top moves, so
+ * this is safe in a signal handler unless an outer operation moves
+ * entries: an interrupted inline push has its slot already counted (the
+ * count's bump is one instruction, rqspin__counter_bump32) and still
+ * NULL, where we stop; an interrupted inline pop has its entry, or NULL,
+ * on top.
+ * Busy while it goes: between our read of a top mark and the count's
+ * store, a handler of ours could take that mark over
+ * (rqspin__held_push_full), and our count would then drop its entry.
+ */
 static void trim(struct rqspin_thread *self)
 {
 	uint32_t cnt = held_count(self);
 
-	if (self->table_busy)
+	if (self->table_busy || !cnt || cnt > RQSPIN_NR_HELD ||
+	    held_entry(self, cnt - 1) != RQSPIN__HELD_RELEASED)
 		return;
+	self->table_busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	cnt = held_count(self);
 	while (cnt && cnt <= RQSPIN_NR_HELD && held_entry(self, cnt - 1) == RQSPIN__HELD_RELEASED) {
 		set_entry(self, cnt - 1, NULL);
 		atomic_signal_fence(memory_order_seq_cst);
 		set_count(self, --cnt);
 		atomic_signal_fence(memory_order_seq_cst);
 	}
+	self->table_busy = 0;
+	atomic_signal_fence(memory_order_seq_cst);
 }
 
 /* Another thread released one of our untracked holds: one past the table
@@ -271,19 +300,89 @@ void rqs_held_drain_slow(struct rqspin_thread *self)
 	trim(self);
 }
 
+/* A RELEASED mark of a full table that a new entry for lock may take
+ * over, or -1: the newest one above every entry for lock (the newest
+ * entry for lock is the caller's: the slow path marks, confirms and on
+ * failure drops that one) and above every wait, marked (an attempt entry)
+ * or not yet marked (the entry of the wait our thread has published, when
+ * we are a signal handler that interrupted it in its first spins): a
+ * handler's hold placed below the wait it interrupted would read as taken
+ * before that wait (rqs_held_while_waiting), a false link of a cycle. */
+static int reusable_mark(const struct rqspin_thread *self, const void *lock)
+{
+	const void *wait = held_waiting_for(self);
+	uint32_t i = RQSPIN_NR_HELD;
+
+	while (i-- > 0) {
+		const void *e = held_entry(self, i);
+
+		if (e == RQSPIN__HELD_RELEASED)
+			return (int)i;
+		if (e && (entry_is_attempt(e) || entry_lock(e) == lock ||
+			  (wait && entry_lock(e) == wait)))
+			return -1;
+	}
+	return -1;
+}
+
+/*
+ * Marks that never reach the top. A mark is trimmed only from the top
+ * (only the top may move in a signal handler, see trim), and a thread
+ * whose locks other threads unlock keeps gaining marks under live
+ * entries: it locks L0 again while its old entry for L0 waits for a
+ * drain, the drain (in a later slow path) marks the older entry, under
+ * the new one. After about 29 such rounds its locks went past the table:
+ * no AA detection for them, and a count that never came down
+ * (tests/rqspin_handoff_marks.c). So a full table's marks are taken over
+ * by new holds (here) and a full table's entries are released in place
+ * (own_remove): marks count among the 31 entries, but no lock goes past
+ * the table while a mark is left that it may take.
+ */
 void rqspin__held_push_full(struct rqspin__thread_hot *hot, const void *lock)
 {
 	struct rqspin_thread *self = (struct rqspin_thread *)hot;
-	uint32_t cnt;
+	uint32_t cnt, busy;
+	int j;
 
 	/* Called only when the table is full (the inline push's test). */
 	rqs_assert(held_count(self) >= RQSPIN_NR_HELD);
 	rqs_held_drain(self);
+	/* Marks on top go first (the drain trims only when it had posts). */
+	trim(self);
+	/* Inside an outer table operation (we are its signal handler) the
+	 * entries must not change: past the table, as before. Else busy
+	 * while we pick a mark, so that a handler of ours picks none (it
+	 * goes past the table and leaves the count as it found it). A
+	 * takeover changes one entry in place, never the count: an outer
+	 * inline pop that we interrupted (its top entry is live, so never
+	 * the mark) completes as if we had not run. */
+	if (!self->table_busy && held_count(self) >= RQSPIN_NR_HELD) {
+		self->table_busy = 1;
+		atomic_signal_fence(memory_order_seq_cst);
+		j = reusable_mark(self, lock);
+		if (j >= 0)
+			set_entry(self, (uint32_t)j, lock);
+		atomic_signal_fence(memory_order_seq_cst);
+		self->table_busy = 0;
+		atomic_signal_fence(memory_order_seq_cst);
+		if (j >= 0)
+			return;
+	}
+	/* On top as the inline push does (the trim made room), or past the
+	 * table. Busy unless an outer operation is (then its handlers' rule
+	 * holds: our entry goes above, and the count comes back as we found
+	 * it): a handler's drain or trim must not lower the count between
+	 * our load and our store. */
+	busy = self->table_busy;
+	self->table_busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
 	cnt = held_count(self);
 	set_count(self, cnt + 1);
 	atomic_signal_fence(memory_order_seq_cst);
 	if (cnt < RQSPIN_NR_HELD)
 		set_entry(self, cnt, lock);
+	atomic_signal_fence(memory_order_seq_cst);
+	self->table_busy = busy;
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
@@ -298,9 +397,8 @@ static int find_newest(const struct rqspin_thread *t, uint32_t cnt, const void *
 	return -1;
 }
 
-/* Drop this thread's entry for lock. Returns false when lock is not this
- * thread's as far as the table can tell (no entry, nothing untracked). */
-static bool own_remove(struct rqspin_thread *self, const void *lock)
+/* own_remove's work, with the table busy. */
+static bool own_remove_busy(struct rqspin_thread *self, const void *lock)
 {
 	uint32_t cnt = held_count(self);
 	int i = find_newest(self, cnt, lock);
@@ -315,9 +413,36 @@ static bool own_remove(struct rqspin_thread *self, const void *lock)
 		i = find_newest(self, cnt, NULL); /* an untracked one that moved down */
 	if (i < 0)
 		return false;
+	/* A full table: released in place, a mark for a later push to take
+	 * (rqspin__held_push_full). Moving the entries above it down would
+	 * move, under a signal handler's out-of-order unlock of a lock that
+	 * took over a mark, the entry an interrupted inline pop is about to
+	 * clear (a 31-entry table's top). */
+	if (cnt >= RQSPIN_NR_HELD && (uint32_t)i + 1 < RQSPIN_NR_HELD) {
+		set_entry(self, (uint32_t)i, RQSPIN__HELD_RELEASED);
+		return true;
+	}
 	remove_at(self, (uint32_t)i, cnt);
-	trim(self);
 	return true;
+}
+
+/* Drop this thread's entry for lock. Returns false when lock is not this
+ * thread's as far as the table can tell (no entry, nothing untracked).
+ * Busy throughout: the count read first is written back, and a handler's
+ * drain or trim in between would make it stale. */
+static bool own_remove(struct rqspin_thread *self, const void *lock)
+{
+	uint32_t busy = self->table_busy;
+	bool found;
+
+	self->table_busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	found = own_remove_busy(self, lock);
+	atomic_signal_fence(memory_order_seq_cst);
+	self->table_busy = busy;
+	atomic_signal_fence(memory_order_seq_cst);
+	trim(self);
+	return found;
 }
 
 void rqs_held_drop_stale(struct rqspin_thread *self, const void *lock, uint32_t keep)
@@ -420,12 +545,30 @@ void rqspin__held_confirm(struct rqspin__thread_hot *hot, const void *lock)
 	rqs_held_confirm((struct rqspin_thread *)hot, lock);
 }
 
-void rqs_held_release_entry(struct rqspin_thread *self)
+void rqs_held_release_entry(struct rqspin_thread *self, const void *lock)
 {
 	uint32_t cnt = held_count(self);
+	int i;
 
 	if (cnt == 0)
 		return;
+	/* Ours is the top entry, unless it took over a mark of a full table
+	 * (rqspin__held_push_full) or a handler left a lock above it: then
+	 * it is released in place, as own_remove does in a full table (the
+	 * top may be what an interrupted inline pop is about to clear). A
+	 * remote reader may still see it until the store reaches it; a
+	 * deadlock search confirms each link and needs the lock busy. */
+	if (cnt <= RQSPIN_NR_HELD && entry_lock(held_entry(self, cnt - 1)) != lock) {
+		for (i = (int)cnt - 1; i >= 0; i--)
+			if (entry_lock(held_entry(self, (uint32_t)i)) == lock)
+				break;
+		if (i >= 0) {
+			set_entry(self, (uint32_t)i, RQSPIN__HELD_RELEASED);
+			atomic_signal_fence(memory_order_seq_cst);
+			trim(self);
+			return;
+		}
+	}
 	if (cnt <= RQSPIN_NR_HELD)
 		set_entry(self, cnt - 1, NULL);
 	/* release: the NULL store is ordered before the count for remote
@@ -796,5 +939,11 @@ void rqs_held_abandon(struct rqspin_thread *t)
 
 const struct rqspin_held_locks *rqspin_held_locks(void)
 {
-	return &rqspin__self()->held;
+	struct rqspin__thread_hot *hot = rqspin__self();
+
+	/* Marks that reached the top go, so that a thread that released
+	 * everything reads a count of 0 (an unlock's inline pop leaves a
+	 * mark under its entry in place). */
+	trim((struct rqspin_thread *)hot);
+	return &hot->held;
 }

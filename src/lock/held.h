@@ -79,13 +79,24 @@ bool rqs_held_while_waiting(const struct rqspin_thread *t, const void *lock, con
  * steals to the queue). */
 void rqs_held_mark_attempt(struct rqspin_thread *self, const void *lock);
 
+/* Is our newest entry for lock its attempt? */
+bool rqs_held_newest_marked(const struct rqspin_thread *self, const void *lock);
+
 /* Is our top entry lock's attempt, marked by the caller of a slow path
  * (the shim's watch)? */
 static inline bool rqs_held_top_marked(const struct rqspin_thread *self, const void *lock)
 {
 	uint32_t cnt = held_count(self);
+	const void *top;
 
-	return cnt && cnt <= RQSPIN_NR_HELD && held_entry(self, cnt - 1) == attempt_entry(lock);
+	if (!cnt || cnt > RQSPIN_NR_HELD)
+		return false;
+	top = held_entry(self, cnt - 1);
+	/* In a full table our entry may have taken over a mark below the
+	 * top (rqspin__held_push_full): the newest entry for lock. */
+	if (cnt == RQSPIN_NR_HELD && entry_lock(top) != lock)
+		return rqs_held_newest_marked(self, lock);
+	return top == attempt_entry(lock);
 }
 
 /* The slow path took the lock: its attempt entry becomes a hold. */
@@ -137,8 +148,9 @@ void rqs_held_note_pshared(struct rqspin_thread *self, const void *lock);
 
 void rqs_held_drop_stale(struct rqspin_thread *self, const void *lock, uint32_t keep);
 
-/* Drop the top entry after a failed acquisition. */
-void rqs_held_release_entry(struct rqspin_thread *self);
+/* Drop our entry for lock after a failed acquisition (the top one, or
+ * released in place when it is not on top). */
+void rqs_held_release_entry(struct rqspin_thread *self, const void *lock);
 
 /* In a forked child: turn a vanished thread's entry for lock into a
  * RELEASED mark. True for the one caller that did (it owns the repair). */

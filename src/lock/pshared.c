@@ -176,7 +176,7 @@ static __attribute__((noinline, cold)) void fail(struct pwait *w, int ret)
 {
 	/* The failed attempt leaves the table before the report (a hook
 	 * that takes its time must not make us look like a holder). */
-	rqs_held_release_entry(w->self);
+	rqs_held_release_entry(w->self, w->lock);
 	rqs_failure_count(w->self, w->event);
 	if (rqs_report_wanted()) {
 		struct rqspin_report rep;

@@ -1130,7 +1130,7 @@ static inline void wait_unpublish(struct waiter *w)
 static void fail_withdraw(struct waiter *w)
 {
 	wait_unpublish(w);
-	rqs_held_release_entry(w->self);
+	rqs_held_release_entry(w->self, w->lock);
 }
 
 static __attribute__((noinline, cold)) void fail_account(struct waiter *w, int ret)

@@ -18,11 +18,17 @@
  * of locks held (plus the one being acquired, on top, during a lock call);
  * it may exceed RQSPIN_NR_HELD, and locks pushed past the table are not
  * recorded ("untracked"). The table stays exact for any unlock order: an
- * unlock removes the lock's own entry and closes the gap. A NULL entry
- * below cnt stands for an untracked lock that moved down after an
- * out-of-order unlock (held, identity unknown). Entries equal to
- * RQSPIN__HELD_RELEASED were released by another thread (cross-thread
- * unlock) and are dropped lazily. An entry with the RQSPIN__HELD_ATTEMPT
+ * unlock removes the lock's own entry and closes the gap, except in a
+ * full table (cnt >= RQSPIN_NR_HELD), where an entry below the top is
+ * marked RQSPIN__HELD_RELEASED in place (moving entries could undo an
+ * inline pop that a signal handler interrupted). A NULL entry below cnt
+ * stands for an untracked lock that moved down after an out-of-order
+ * unlock (held, identity unknown). Entries equal to RQSPIN__HELD_RELEASED
+ * were released out of order in a full table or by another thread
+ * (cross-thread unlock); they are dropped lazily once on top, and a lock
+ * taken while the table is full reuses one in place (so the entries of a
+ * full table are not always in the order the locks were taken) before
+ * it goes past the table. An entry with the RQSPIN__HELD_ATTEMPT
  * bit set is a lock the thread is waiting for in a slow path, not yet
  * held (set when the slow path starts to wait, cleared once the lock is
  * taken; a
