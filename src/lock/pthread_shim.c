@@ -41,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -884,10 +885,16 @@ static inline __attribute__((always_inline)) int shim_lock(rqspinlock_t *lock)
 	if (RQS_UNLIKELY(cnt >= RQSPIN_NR_HELD))
 		return shim_lock_cold(lock);
 	RQSPIN__TSAN_PRE_LOCK(lock, RQSPIN__TSAN_TRY);
-	/* rqspin__held_push, inline (see there for the bump and the orders). */
+	/* rqspin__held_push, inline (see there for the bump and the orders).
+	 * An empty table, the usual case, gets its entry at a fixed address:
+	 * behind a predicted branch the store need not wait for the bump's
+	 * result, which the next locked exchange would otherwise wait for. */
 	cnt = rqspin__counter_bump32(&self->held.cnt);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&self->held.locks[(uintptr_t)cnt], lock, __ATOMIC_RELAXED);
+	if (RQS_LIKELY(cnt == 0))
+		__atomic_store_n(&self->held.locks[0], lock, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&self->held.locks[(uintptr_t)cnt], lock, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	/* Relaxed, as in barge_fast. */
 	pending = __atomic_load_n(&lock->w.b.pending, __ATOMIC_RELAXED);
@@ -968,6 +975,38 @@ static __attribute__((noinline)) int shim_unlock_slow(rqspinlock_t *lock)
 	return 0;
 }
 
+/* The unlock of the only lock in the table (the usual case). The entry
+ * and the count go in one store, not two: each store still in flight
+ * when the next lock's exchange executes is waited for (it drains the
+ * store buffer), and that wait was most of the cost of the held table on
+ * an uncontended pair. One instruction also means our signal handlers
+ * never see the cleared entry still counted (an untracked hold, as the
+ * two-store pop shows them for a moment); other threads see the count
+ * and the entry change in either order, each of which the two-store pop
+ * shows them too. Under TSan (which does not see asm stores) and on other
+ * architectures, the two stores of rqspin__held_pop_top. */
+static inline __attribute__((always_inline)) int shim_unlock_only(struct rqspin__thread_hot *self,
+								 rqspinlock_t *l)
+{
+	RQSPIN__TSAN_PRE_UNLOCK(l);
+	__atomic_store_n(&l->w.b.locked, 0, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(RQSPIN__TSAN)
+	_Static_assert(offsetof(struct rqspin_held_locks, cnt) == 0 &&
+			       offsetof(struct rqspin_held_locks, locks) == 8,
+		       "count, padding and the first entry fill the first 16 bytes");
+	/* The padding word is never written but here, and only with 0. */
+	arch_clear16(&self->held);
+#else
+	__atomic_store_n(&self->held.locks[0], (const void *)0, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&self->held.cnt, 0, __ATOMIC_RELAXED);
+#endif
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	RQSPIN__TSAN_POST_UNLOCK(l);
+	return 0;
+}
+
 /* rqspin_unlock; anything but a lock on top of the table is a tail call,
  * as in pthread_spin_lock. */
 SHIM_API SHIM_HOT int pthread_spin_unlock(pthread_spinlock_t *lock)
@@ -979,6 +1018,9 @@ SHIM_API SHIM_HOT int pthread_spin_unlock(pthread_spinlock_t *lock)
 	if (RQS_UNLIKELY(!self))
 		return shim_unlock_slow(l);
 	cnt = __atomic_load_n(&self->held.cnt, __ATOMIC_RELAXED);
+	if (RQS_LIKELY(cnt == 1 &&
+		       __atomic_load_n(&self->held.locks[0], __ATOMIC_RELAXED) == l))
+		return shim_unlock_only(self, l);
 	if (RQS_UNLIKELY(cnt - 1 >= RQSPIN_NR_HELD ||
 			     __atomic_load_n(&self->held.locks[cnt - 1], __ATOMIC_RELAXED) != l))
 		return shim_unlock_slow(l);
