@@ -23,6 +23,9 @@ rqspin_add_shim_source_test(shim_turn_bound 120 stress)
 # The watch: glibc-like spinning first, bounded; none while holding
 # another lock.
 rqspin_add_shim_source_test(shim_watch_bound 300 unit)
+# The watch's deference: a holder that keeps re-taking the lock keeps a
+# watcher off for the watch's bound at most.
+rqspin_add_shim_source_test(shim_defer_bound 180 unit)
 
 # The pthread_spin_* preload shim, the exported symbols, and a downstream
 # project built against the installed tree. Sanitizer builds skip these:
