@@ -714,8 +714,9 @@ static inline __attribute__((always_inline)) enum barge barge_fast(rqspinlock_t 
  * longer to come back (the held table's push), and a watcher that took a
  * free lock at once, or that kept reading the word while it deferred,
  * won nearly every race: 0.61-0.81x glibc's throughput at two threads
- * idle and 0.73x with a CPU hog per core, against 1.9-2.1x and 1.0-1.24x
- * with 500 ns of deference (rqspin-bench shim; 250 ns: 1.8x and 0.84x). An adaptive deference
+ * idle and 0.73x with a CPU hog per core, against 1.8-2.3x and 0.95-1.22x
+ * with 1 us of deference (rqspin-bench shim; 500 ns: 1.8-2.1x and
+ * 0.85-1.24x, 250 ns: 1.8x and 0.84x). An adaptive deference
  * (halved when the lock was still free at its end) measured 0.9x: in a
  * tight loop the lock is free half of the time, whoever holds it.
  *
@@ -725,7 +726,7 @@ static inline __attribute__((always_inline)) enum barge barge_fast(rqspinlock_t 
  * lock delays it by that much at most. The price: a watcher whose holder
  * releases the lock and does not come back takes it WATCH_DEFER_NS late. */
 #ifndef WATCH_DEFER_NS
-#define WATCH_DEFER_NS 500u
+#define WATCH_DEFER_NS 1000u
 #endif
 
 static bool watch_defer(rqspinlock_t *lock)
