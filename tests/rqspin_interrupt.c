@@ -17,7 +17,13 @@
  *   aa       A held by the main thread, locked again: -EDEADLK;
  *   topmark  lock A, unlock, with a RELEASED mark on top of the table
  *            (M taken, unlocked by helper 1, drained under another entry
- *            and exposed by an inline unlock).
+ *            and exposed by an inline unlock);
+ *   full     lock A, unlock, with RQSPIN_NR_HELD - 1 other locks held (A
+ *            takes the table's last entry, a handler's lock finds it
+ *            full), and with RQSPIN_NR_HELD held (A goes past the table:
+ *            the push's bump, taken back, and the full table's push; not
+ *            under the SAME handler, which could not tell A's untracked
+ *            holder and would wait for it).
  * Handlers, one per pass over the operations:
  *   SAME     rqspin_lock_timeout(A), then rqspin_trylock(A): the handler
  *            gets A (and unlocks it) only when nobody holds it, else
@@ -499,6 +505,52 @@ static void op_topmark(void)
 	} while (step_again());
 }
 
+/* RQSPIN_NR_HELD - 1 or RQSPIN_NR_HELD locks held under A's lock and
+ * unlock, which the table's count must come back from. */
+static rqspinlock_t g_fill[RQSPIN_NR_HELD];
+
+static void fill(unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		CHECK_EQ_U64(lk(&g_fill[i], 30 * RU_SEC), 0);
+	CHECK_EQ_U64(rqspin_held_locks()->cnt, n);
+}
+
+static void unfill(unsigned n)
+{
+	CHECK_EQ_U64(rqspin_held_locks()->cnt, n);
+	for (unsigned i = n; i-- > 0;)
+		ulk(&g_fill[i]);
+	for (unsigned i = 0; i < n; i++)
+		CHECK_EQ_U64(ru_word(&g_fill[i]), 0);
+}
+
+static void op_full(void)
+{
+	for (unsigned n = RQSPIN_NR_HELD - 1; n <= RQSPIN_NR_HELD; n++) {
+		if (n == RQSPIN_NR_HELD && g_mode == MODE_SAME)
+			break;
+		do {
+			fill(n);
+			CHECK_EQ_U64(main_lock_a(n < RQSPIN_NR_HELD ? "lock, last entry"
+								     : "lock, table full",
+						 30 * RU_SEC),
+				     0);
+			unlock_a();
+			unfill(n);
+			check_clean();
+		} while (step_again());
+		do {
+			fill(n);
+			lock_a();
+			main_unlock_a(n < RQSPIN_NR_HELD ? "unlock, last entry"
+							 : "unlock, past the table");
+			unfill(n);
+			check_clean();
+		} while (step_again());
+	}
+}
+
 static void child_main(void)
 {
 	pthread_t d_helper;
@@ -540,6 +592,7 @@ static void child_main(void)
 #endif
 		op_aa();
 		op_topmark();
+		op_full();
 	}
 	atomic_store(&g_d_stop, true);
 	tu_thread_join(d_helper);

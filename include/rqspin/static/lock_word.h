@@ -127,6 +127,17 @@ static inline uint32_t rqspin__counter_bump32(uint32_t *c)
 #endif
 }
 
+/* Takes back a bump (a push that found the table full), in one
+ * instruction as far as our signal handlers go. */
+static inline void rqspin__counter_drop32(uint32_t *c)
+{
+#if defined(__x86_64__) && !defined(RQSPIN__TSAN)
+	__asm__ __volatile__("subl $1, %0" : "+m"(*c));
+#else
+	__atomic_fetch_sub(c, 1, __ATOMIC_RELAXED);
+#endif
+}
+
 static inline void rqspin__count_fast_on(struct rqspin__thread_hot *t)
 {
 	rqspin__counter_inc(&t->fast_acquired);
