@@ -23,7 +23,12 @@
  *            full), and with RQSPIN_NR_HELD held (A goes past the table:
  *            the push's bump, taken back, and the full table's push; not
  *            under the SAME handler, which could not tell A's untracked
- *            holder and would wait for it).
+ *            holder and would wait for it);
+ *   keep     lock A with RQSPIN_NR_HELD - 1 other locks held, under a
+ *            handler that takes lock K and keeps it across its return (a
+ *            lock the rules let drop out of the table): the push must
+ *            find the table full after its bump, not write the entry past
+ *            the table (over the thread's fast-path count).
  * Handlers, one per pass over the operations:
  *   SAME     rqspin_lock_timeout(A), then rqspin_trylock(A): the handler
  *            gets A (and unlocks it) only when nobody holds it, else
@@ -155,12 +160,28 @@ static void disown(int who)
 
 /* ---- the handler ------------------------------------------------------------ */
 
+/* keep: the handler's lock, kept (once per run) across its return. */
+static rqspinlock_t K = RQSPINLOCK_INIT;
+static volatile bool g_keep, g_kept;
+
 static void on_inject(int sig)
 {
 	int e = errno, r;
 
 	(void)sig;
 	atomic_fetch_add(&g_handler_calls, 1);
+	if (g_keep) {
+		if (!g_kept) {
+			r = lk(&K, 30 * RU_SEC);
+			if (r != 0) {
+				tu_write_str("handler: lock(K) failed\n");
+				abort();
+			}
+			g_kept = true;
+		}
+		errno = e;
+		return;
+	}
 	(void)rqspin_held_locks();
 	if (g_mode == MODE_NESTED) {
 		/* A slow path of our own (D is held) nested in whatever the
@@ -551,6 +572,29 @@ static void op_full(void)
 	}
 }
 
+static void op_keep(void)
+{
+	struct rqspin_thread *me = (struct rqspin_thread *)rqspin__tls_self;
+	uint64_t fast;
+
+	g_keep = true;
+	do {
+		fill(RQSPIN_NR_HELD - 1);
+		g_kept = false;
+		fast = me->hot.fast_acquired;
+		CHECK_EQ_U64(main_lock_a("lock, a handler keeps a lock", 30 * RU_SEC), 0);
+		/* An entry stored at locks[RQSPIN_NR_HELD] lands here. */
+		CHECK(me->hot.fast_acquired - fast <= 2);
+		unlock_a();
+		if (g_kept)
+			ulk(&K);
+		CHECK_EQ_U64(ru_word(&K), 0);
+		unfill(RQSPIN_NR_HELD - 1);
+		check_clean();
+	} while (step_again());
+	g_keep = false;
+}
+
 static void child_main(void)
 {
 	pthread_t d_helper;
@@ -593,6 +637,8 @@ static void child_main(void)
 		op_aa();
 		op_topmark();
 		op_full();
+		if (mode == MODE_OTHER)
+			op_keep();
 	}
 	atomic_store(&g_d_stop, true);
 	tu_thread_join(d_helper);
