@@ -230,8 +230,9 @@ RQSPIN_MUST_CHECK static inline bool rqspin_trylock(rqspinlock_t *lock);
  * a handler leaves the table's count as it found it (the push also
  * allows it lower: a handler may drop RELEASED marks off the top). A lock
  * kept across a handler's return, or released by a later handler, may
- * drop out of the thread's table (no AA detection for it, no owner-dead
- * takeover if the thread exits holding it).
+ * drop out of the thread's table, and so may a lock the interrupted code
+ * was taking (no AA detection for it, no owner-dead takeover if the
+ * thread exits holding it); the table itself stays consistent.
  */
 static inline void rqspin_unlock(rqspinlock_t *lock);
 
