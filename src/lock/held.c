@@ -344,8 +344,10 @@ void rqspin__held_push_full(struct rqspin__thread_hot *hot, const void *lock)
 	uint32_t cnt, busy;
 	int j;
 
-	/* Called only when the table is full (the inline push's test). */
-	rqs_assert(held_count(self) >= RQSPIN_NR_HELD);
+	/* Called when the inline push found the table full. A signal
+	 * handler of ours may have lowered the count since (its drain drops
+	 * an untracked hold that another thread released, between the
+	 * push's bump and its taking back): what follows takes any count. */
 	rqs_held_drain(self);
 	/* Marks on top go first (the drain trims only when it had posts). */
 	trim(self);
